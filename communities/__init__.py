@@ -1,0 +1,1 @@
+"""Communities: hierarchical Leiden, stable community identity, community reports, fingerprints and drift."""

@@ -1,0 +1,106 @@
+"""Community reports: the offline extractive writer (the LLM writer lives beside it).
+
+An extractive report takes its title from the community's most central entities, its summary from their
+types and connections, and its findings from the strongest internal relations and the entities' own
+description sentences; every finding cites the chunk ids it came from. Reports are written bottom-up (deepest
+level first), so a parent can lean on its children's reports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Callable, Protocol, Sequence
+
+from communities.context import CommunityContext, GraphIndex, fingerprint
+from strata.records import Community, Finding, GraphSnapshot, Report
+from strata.settings import CommunitySettings
+
+
+class ReportWriter(Protocol):
+    mode: str
+    model: str
+
+    def write(self, ctx: CommunityContext, children: Sequence[Report]) -> Report: ...
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _join_names(names: Sequence[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+class ExtractiveReportWriter:
+    """Deterministic reports from the graph alone (no model)."""
+
+    mode = "offline"
+    model = "extractive"
+
+    def __init__(self, settings: CommunitySettings) -> None:
+        self.settings = settings
+
+    def write(self, ctx: CommunityContext, children: Sequence[Report] = ()) -> Report:
+        deg = ctx.degree()
+        ranked = sorted(ctx.entities, key=lambda e: (-deg[e.id], -len(e.chunk_ids), e.name))
+        top = [e.name for e in ranked[:3]]
+        title = _join_names(top) if top else ctx.community.id
+        types = Counter(e.type for e in ctx.entities)
+        type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
+        lead = ranked[0] if ranked else None
+        summary = (
+            f"{len(ctx.entities)} entities ({type_text}) joined by {len(ctx.relations)} relations"
+            + (f", centred on {lead.name}, which appears in {len(lead.chunk_ids)} chunks" if lead else "")
+            + (f"; it groups {len(children)} sub-communities: " + "; ".join(c.title for c in children[:4]) if children else "")
+            + "."
+        )
+        findings: list[Finding] = []
+        budget = self.settings.report_max_findings
+        for r in sorted(ctx.relations, key=lambda r: (-r.weight, r.id))[: max(1, budget // 2)]:
+            text = r.description.split("\n")[0]
+            findings.append(Finding(text, tuple(sorted(r.chunk_ids)[:5])))
+        seen = {f.text for f in findings}
+        for e in ranked:
+            if len(findings) >= budget:
+                break
+            sentence = e.description.split("\n")[0]
+            if sentence and sentence not in seen:
+                seen.add(sentence)
+                findings.append(Finding(sentence, tuple(sorted(e.chunk_ids)[:5])))
+        mentions = sum(len(e.chunk_ids) for e in ctx.entities)
+        rating = round(min(10.0, 2.0 * math.log1p(mentions + len(ctx.relations))), 2)
+        return Report(ctx.community.id, ctx.community.level, title, summary, tuple(findings), rating,
+                      fingerprint(ctx), self.mode, self.model, now_iso())
+
+
+def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
+                  existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None) -> tuple[list[Report], int]:
+    """Reports for every community, deepest level first; returns (reports, how many were written anew).
+
+    A community whose stored report has the same fingerprint keeps it (nothing to re-summarize); a stale-marked
+    report is rewritten even when the fingerprint matches.
+    """
+    index = GraphIndex(snapshot)
+    old = {r.community_id: r for r in existing}
+    done: dict[str, Report] = {}
+    children: dict[str, list[str]] = {}
+    for c in communities:
+        if c.parent_id:
+            children.setdefault(c.parent_id, []).append(c.id)
+    written = 0
+    for c in sorted(communities, key=lambda c: (-c.level, c.id)):
+        ctx = index.context(c)
+        fp = fingerprint(ctx)
+        prior = old.get(c.id)
+        if prior is not None and prior.fingerprint == fp and not prior.stale:
+            done[c.id] = prior
+        else:
+            done[c.id] = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
+            written += 1
+        if on_progress:
+            on_progress(1)
+    return [done[c.id] for c in communities], written

@@ -1,0 +1,1 @@
+"""Extraction: loading documents, chunking, entity/relation extraction (offline and LLM) and entity resolution."""

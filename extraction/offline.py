@@ -1,0 +1,239 @@
+"""A deterministic offline extractor: typed entities by pattern, relations by co-occurrence in a sentence.
+
+It needs no model and gives the same output for the same text on every machine. It is tuned for the
+infrastructure notes Strata is mostly used on (services, error codes, configuration keys, databases, versions)
+and also finds capitalized names in prose and CJK names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from extraction.types import ChunkExtraction, EntityMention, RelationMention
+from strata.records import Chunk
+from strata.settings import ExtractionSettings
+
+DATABASES = {
+    "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
+    "opensearch", "sqlite", "neo4j", "clickhouse", "dynamodb", "memcached", "rabbitmq", "etcd", "zookeeper",
+    "cockroachdb", "bigquery", "snowflake", "s3", "minio",
+}
+SERVICE_SUFFIXES = (
+    "service", "svc", "api", "worker", "gateway", "proxy", "db", "cache", "queue", "server", "cluster", "pod",
+    "job", "cron", "lb", "bus", "store", "daemon", "agent", "controller", "operator", "scheduler", "router",
+    "broker", "consumer", "producer", "frontend", "backend", "app", "ui",
+)
+_WORD_STOP = set("""
+a an and are as at be been but by can could did do does for from had has have he her hers him his how i if in
+into is it its let may me might my no nor not of on once only or our ours she should so some such than that the
+their them then there these they this those though through to too under until up upon us was we were what when
+where which while who whom why will with would yes you your yet all any each every few more most other same both
+either neither after before again also always never now here once very just even still perhaps however although
+because since unless whether within without about above across against along among around behind below beneath
+beside between beyond during except inside near off onto outside over past per round toward towards via well oh
+ah mr mrs ms dr sir madam said says say one two three four five six seven eight nine ten first second third last
+next new old good great little much many chapter part section note notes see yesterday today tomorrow monday
+tuesday wednesday thursday friday saturday sunday january february march april june july august september october
+november december come go look see tell call use run set check nothing something everything anything someone everyone no not nobody
+""".split())
+_TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Mr", "Mrs", "Ms", "Dr", "St.", "Prof."}
+_CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
+
+# Patterns in priority order: earlier patterns win when spans overlap.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("code", re.compile(r"`([^`\n]{2,80})`")),
+    ("error_code", re.compile(r"\bHTTP[ /-]?[1-5]\d\d\b|\b[1-5]\d\d (?=(?:error|errors|response|responses|status)\b)", re.I)),
+    ("error_code", re.compile(r"\b(?:[A-Z]{1,6}-\d{2,6}|E\d{3,6}|[A-Z]{2,}\d{2,6}|ERR_[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|TIMEOUT|EXCEEDED|DENIED|REFUSED|RESET))\b")),
+    ("function", re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\)")),
+    ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?\b|\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?\b")),
+    ("config_key", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z][a-z0-9_]+(?:\.[a-z][a-z0-9_]+){1,5}\b(?!\()")),
+    ("constant", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
+    ("kebab", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
+    ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
+    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’'-]*(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)(?:\s+the)?)?\s+[A-Z][\w’'-]*)*")),
+    ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
+]
+_CJK_PARTICLES = re.compile(r"[的了是在和与及或也都就被把对从向于为而且但并将这那有个们中上下说到、，。！？：；（）]")
+_SENT_SPLIT = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|(?<=[。！？])")
+_WORDS = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*", re.UNICODE)
+_FILE_EXT = re.compile(r"\.(?:txt|md|py|js|ts|json|yaml|yml|toml|log|csv|html|sh|conf|ini|cfg|xml|com|org|net|io)$")
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    start: int
+    end: int
+    name: str
+    type: str
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops, blank lines and list items)."""
+    spans, pos = [], 0
+    for m in _SENT_SPLIT.finditer(text):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(text):
+        spans.append((pos, len(text)))
+    return [(s, e) for s, e in spans if text[s:e].strip()]
+
+
+def _is_sentence_start(sentence: str, offset: int) -> bool:
+    prefix = sentence[:offset].strip(" \t\n\"'“‘(*#-—–_>")
+    return not prefix or prefix[-1] in ".!?:;“\"‘'"
+
+
+def _classify_kebab(token: str) -> str | None:
+    parts = token.split("-")
+    if any(ch.isdigit() for ch in token) and any(len(p) >= 3 for p in parts):
+        return "service" if parts[-1] in SERVICE_SUFFIXES else "identifier"
+    if parts[-1] in SERVICE_SUFFIXES or parts[0] in SERVICE_SUFFIXES:
+        return "service"
+    return None
+
+
+def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
+    """Trim a capitalized run to a name; returns the name and its offset shift, or None when it is no name."""
+    words = raw.split()
+    shift = 0
+    # Drop leading determiners and common words ("The Ghost" -> "Ghost", "When Scrooge" -> "Scrooge").
+    while words and words[0] not in _TITLES and words[0].lower().strip("’'") in _WORD_STOP:
+        shift = raw.find(words[1], shift + len(words[0])) if len(words) > 1 else len(raw)
+        words = words[1:]
+    while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() == "the"):
+        words = words[:-1]
+    if not words:
+        return None
+    name = " ".join(words)
+    name = re.sub(r"(?:'s|’s|'|’)$", "", name).strip("-")
+    if len(name) < 2 or not any(ch.isalpha() for ch in name):
+        return None
+    if len(words) == 1:
+        word = words[0]
+        if word.lower().strip("’'") in _WORD_STOP:
+            return None
+        if _is_sentence_start(sentence, start + shift):
+            # A capitalized word opening a sentence is a name only if it does not look like a common word.
+            lower = word.lower()
+            if lower.endswith(("ing", "ly", "ed")) or len(word) < 3:
+                return None
+            if re.search(r"(?<![.!?“\"]\s)\b" + re.escape(lower) + r"\b", sentence):
+                return None
+    if name in _TITLES:
+        return None
+    return name, shift
+
+
+def _type_for_name(name: str) -> str:
+    lower = name.lower()
+    if lower in DATABASES:
+        return "database"
+    if name.isupper() and len(name) <= 6 and " " not in name:
+        return "concept"
+    return "name"
+
+
+def find_entities(sentence: str) -> list[_Found]:
+    """Entities in one sentence, non-overlapping, in order of appearance."""
+    taken: list[tuple[int, int]] = []
+    found: list[_Found] = []
+
+    def free(s: int, e: int) -> bool:
+        return all(e <= ts or s >= te for ts, te in taken)
+
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(sentence):
+            s, e = m.span()
+            text = m.group(0)
+            etype: str | None = kind
+            if kind == "code":
+                s, e = m.span(1)
+                text = m.group(1).strip()
+                etype = "service" if text.split("-")[-1] in SERVICE_SUFFIXES else "identifier"
+            elif kind == "error_code":
+                text = re.sub(r"^http[ /-]?", "HTTP ", text.strip(), flags=re.I) if text.lower().startswith("http") else text.strip()
+                if re.fullmatch(r"[1-5]\d\d", text):
+                    text = f"HTTP {text}"
+            elif kind == "function":
+                etype = "identifier"
+            elif kind == "config_key":
+                if _FILE_EXT.search(text) or text.count(".") and len(text.split(".")[0]) < 2:
+                    continue
+            elif kind == "constant":
+                etype = "config_key"
+            elif kind == "kebab":
+                etype = _classify_kebab(text)
+            elif kind == "camel":
+                etype = "database" if text.lower() in DATABASES else "identifier"
+            elif kind == "name":
+                cleaned = _clean_name(text, sentence, s)
+                if cleaned is None:
+                    continue
+                text, shift = cleaned
+                s = s + shift
+                e = s + len(text)
+                etype = _type_for_name(text)
+                if text.lower() in DATABASES:
+                    etype = "database"
+            elif kind == "cjk":
+                pieces = [p for p in _CJK_PARTICLES.split(text) if 2 <= len(p) <= 4]
+                offset = s
+                for piece in pieces:
+                    ps = sentence.find(piece, offset)
+                    if ps >= 0 and free(ps, ps + len(piece)):
+                        taken.append((ps, ps + len(piece)))
+                        found.append(_Found(ps, ps + len(piece), piece, "name"))
+                        offset = ps + len(piece)
+                continue
+            if etype is None or not free(s, e):
+                continue
+            if etype == "name" and text.lower() in DATABASES:
+                etype = "database"
+            taken.append((s, e))
+            found.append(_Found(s, e, text, etype))
+    found.sort(key=lambda f: f.start)
+    return found
+
+
+def _between(sentence: str, a: _Found, b: _Found, max_words: int) -> str:
+    words = _WORDS.findall(sentence[a.end:b.start])
+    if len(words) > max_words:
+        words = words[: max_words // 2] + ["…"] + words[-(max_words - max_words // 2):]
+    middle = " ".join(words)
+    return f"{a.name} {middle} {b.name}".replace("  ", " ").strip()
+
+
+class OfflineExtractor:
+    """Pattern entities and sentence co-occurrence relations; deterministic and free."""
+
+    mode = "offline"
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.settings = settings
+
+    def extract_chunk(self, chunk: Chunk) -> ChunkExtraction:
+        entities: dict[str, EntityMention] = {}
+        relations: list[RelationMention] = []
+        limit = self.settings.max_entities_per_sentence
+        for s, e in split_sentences(chunk.text):
+            sentence = chunk.text[s:e]
+            found = find_entities(sentence)
+            snippet = " ".join(sentence.split())[:240]
+            for f in found:
+                entities.setdefault(f.name, EntityMention(f.name, f.type, snippet))
+            unique: list[_Found] = []
+            for f in found:
+                if all(u.name != f.name for u in unique):
+                    unique.append(f)
+            for i, a in enumerate(unique):
+                # In crowded sentences only nearby entities are linked, so lists do not become cliques.
+                partners = unique[i + 1:] if len(unique) <= limit else unique[i + 1:i + 3]
+                for b in partners:
+                    relations.append(RelationMention(a.name, b.name, _between(sentence, a, b, self.settings.relation_max_words)))
+        return ChunkExtraction(chunk.id, tuple(entities.values()), tuple(relations))
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkExtraction]:
+        return [self.extract_chunk(c) for c in chunks]

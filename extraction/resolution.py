@@ -1,0 +1,94 @@
+"""Entity resolution: merge the same entity across chunks, keeping every source chunk id.
+
+Names are normalized (Unicode NFKC, case, whitespace, surrounding punctuation, possessives, and simple plurals
+for name-like types); mentions with the same normalized key become one entity whose id is a stable hash of that
+key. Identifier-like types (config keys, error codes, versions) keep their plural forms, since ``max_connections``
+and ``max_connection`` are different keys.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from typing import Iterable
+
+from extraction.types import ChunkExtraction
+from strata.records import Entity, Relation, stable_hash
+
+_NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
+
+
+def normalize_name(name: str, type_: str = "name") -> str:
+    key = unicodedata.normalize("NFKC", name).casefold()
+    key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}")
+    key = re.sub(r"(?:'s|’s)$", "", key)
+    if type_.lower() in _NAME_TYPES and " " not in key[-4:]:
+        last = key.rsplit(" ", 1)[-1]
+        if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "os")) and last.isalpha():
+            key = key[:-1]
+    return key
+
+
+def entity_id(name: str, type_: str = "name") -> str:
+    return "e_" + stable_hash(normalize_name(name, type_), size=10)
+
+
+def relation_id(a: str, b: str) -> str:
+    lo, hi = sorted((a, b))
+    return "r_" + stable_hash(lo, hi, size=10)
+
+
+def merge_descriptions(descriptions: Iterable[str], max_chars: int) -> str:
+    """Distinct descriptions joined in first-seen order, cut at ``max_chars``."""
+    out: list[str] = []
+    size = 0
+    for d in descriptions:
+        d = d.strip()
+        if not d or d in out:
+            continue
+        if size + len(d) > max_chars and out:
+            break
+        out.append(d)
+        size += len(d) + 1
+    return "\n".join(out)[:max_chars]
+
+
+def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int = 600) -> tuple[list[Entity], list[Relation]]:
+    """Merge per-chunk extractions into entities and relations with provenance, in a stable order."""
+    names: dict[str, Counter[str]] = defaultdict(Counter)
+    types: dict[str, Counter[str]] = defaultdict(Counter)
+    descs: dict[str, list[str]] = defaultdict(list)
+    chunks: dict[str, dict[str, None]] = defaultdict(dict)
+    rel_descs: dict[str, list[str]] = defaultdict(list)
+    rel_chunks: dict[str, dict[str, None]] = defaultdict(dict)
+    rel_ends: dict[str, tuple[str, str]] = {}
+    for ex in extractions:
+        local: dict[str, str] = {}
+        for m in ex.entities:
+            eid = entity_id(m.name, m.type)
+            local[m.name] = eid
+            names[eid][m.name] += 1
+            types[eid][m.type] += 1
+            descs[eid].append(m.description)
+            chunks[eid][ex.chunk_id] = None
+        for r in ex.relations:
+            a = local.get(r.source) or entity_id(r.source)
+            b = local.get(r.target) or entity_id(r.target)
+            if a == b or a not in names or b not in names:
+                continue
+            rid = relation_id(a, b)
+            rel_ends[rid] = tuple(sorted((a, b)))  # type: ignore[assignment]
+            rel_descs[rid].append(r.description)
+            rel_chunks[rid][ex.chunk_id] = None
+    entities = []
+    for eid in sorted(names):
+        # The most frequent surface form names the entity; ties go to the first seen.
+        name = max(names[eid].items(), key=lambda kv: kv[1])[0]
+        etype = max(types[eid].items(), key=lambda kv: kv[1])[0]
+        entities.append(Entity(eid, name, etype, merge_descriptions(descs[eid], description_max_chars), tuple(chunks[eid])))
+    relations = [
+        Relation(rid, rel_ends[rid][0], rel_ends[rid][1], merge_descriptions(rel_descs[rid], description_max_chars), tuple(rel_chunks[rid]))
+        for rid in sorted(rel_ends)
+    ]
+    return entities, relations

@@ -1,0 +1,39 @@
+"""What an extractor returns for one chunk, before entities are resolved across chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+from strata.records import Chunk
+
+
+@dataclass(frozen=True, slots=True)
+class EntityMention:
+    name: str
+    type: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelationMention:
+    source: str
+    target: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkExtraction:
+    """Entities and relations found in one chunk; relation ends name entities of the same chunk."""
+
+    chunk_id: str
+    entities: tuple[EntityMention, ...]
+    relations: tuple[RelationMention, ...]
+
+
+class Extractor(Protocol):
+    """Turns chunks into per-chunk extractions. Offline and LLM extractors implement it."""
+
+    mode: str
+
+    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkExtraction]: ...

@@ -1,0 +1,244 @@
+"""The hybrid chunk index: BM25 and dense vectors over the same rows, fused with weighted RRF.
+
+Both engines rank only rows allowed by the metadata filter and are asked concurrently for
+``candidate_multiplier * top_k`` candidates each. The index lives in one folder beside the graph store:
+``chunks.jsonl`` (row order), BM25 arrays (``bm25.npz`` + ``bm25.json``), ``vectors.npy`` and ``index.json``.
+No pickle is used, so loading an index never runs code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+import numpy as np
+
+from retrieval.bm25 import BM25Index
+from retrieval.embed import Embedder, make_embedder
+from retrieval.filters import filter_mask, parse_filter
+from retrieval.fusion import weighted_rrf
+from retrieval.tokenize import Tokenizer, TokenizerConfig
+from retrieval.vectors import VectorIndex
+from strata.records import Chunk
+from strata.settings import RetrievalSettings
+
+FORMAT_VERSION = 1
+
+
+class IndexMismatchError(ValueError):
+    """The stored index was built with settings that differ from the current ones."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    chunk_id: str
+    document_id: str
+    text: str
+    source: str
+    fields: dict[str, Any] = field(compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk_id: str
+    rrf_score: float
+    text: str
+    source: str
+    document_id: str
+    sparse_rank: int | None
+    dense_rank: int | None
+
+
+class RankingEngine(Protocol):
+    name: str
+
+    def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]: ...
+
+
+class SparseEngine:
+    name = "bm25"
+
+    def __init__(self, tokenizer: Tokenizer, bm25: BM25Index) -> None:
+        self.tokenizer, self.bm25 = tokenizer, bm25
+
+    def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        return self.bm25.top(self.tokenizer(text), k, mask)
+
+
+class DenseEngine:
+    name = "dense"
+
+    def __init__(self, embedder: Embedder, vectors: VectorIndex) -> None:
+        self.embedder, self.vectors = embedder, vectors
+
+    def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        return self.vectors.top(self.embedder.embed([text])[0], k, mask)
+
+
+def _fields(c: Chunk) -> dict[str, Any]:
+    return {**c.metadata, "document_id": c.document_id, "source": c.source}
+
+
+class ChunkIndex:
+    def __init__(self, settings: RetrievalSettings) -> None:
+        self.settings = settings
+        self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming))
+        self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
+        self.embedder = make_embedder(settings.embedder, settings.hashing_dim)
+        self.vectors = VectorIndex(self.embedder.dim) if self.embedder else None
+        self.rows: list[IndexedChunk] = []
+        self.by_id: dict[str, int] = {}
+        self.sparse: RankingEngine = SparseEngine(self.tokenizer, self.bm25)
+        self.dense: RankingEngine | None = DenseEngine(self.embedder, self.vectors) if self.embedder and self.vectors else None
+        self._pool: ThreadPoolExecutor | None = None
+
+    @property
+    def dense_name(self) -> str:
+        return self.embedder.name if self.embedder else "none"
+
+    def __len__(self) -> int:
+        return int(self.bm25.alive.sum())
+
+    # -- building -------------------------------------------------------------------------------------------
+    def add(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None, batch: int = 256) -> None:
+        """Add (or replace) chunks; replaced chunks' old rows are deleted first."""
+        replaced = [self.by_id[c.id] for c in chunks if c.id in self.by_id]
+        self.bm25.delete(replaced)
+        for start in range(0, len(chunks), batch):
+            part = chunks[start:start + batch]
+            rows = self.bm25.add(self.tokenizer(c.text) for c in part)
+            if self.vectors is not None and self.embedder is not None:
+                self.vectors.add(self.embedder.embed([c.text for c in part]))
+            for row, c in zip(rows, part):
+                self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, _fields(c)))
+                self.by_id[c.id] = row
+            if on_progress:
+                on_progress(len(part))
+        self.bm25.commit()
+
+    def remove_documents(self, document_ids: Iterable[str]) -> int:
+        """Delete every chunk of the given documents; returns how many rows were removed."""
+        docs = set(document_ids)
+        rows = [i for i, r in enumerate(self.rows) if r.document_id in docs and self.bm25.alive[i]]
+        for i in rows:
+            self.by_id.pop(self.rows[i].chunk_id, None)
+        self.bm25.delete(rows)
+        self.bm25.commit()
+        return len(rows)
+
+    # -- searching ------------------------------------------------------------------------------------------
+    def search(self, text: str, top_k: int, dense_weight: float | None = None, sparse_weight: float | None = None,
+               rrf_k: float | None = None, metadata_filter: dict[str, Any] | None = None) -> list[Hit]:
+        s = self.settings
+        dense_weight = s.dense_weight if dense_weight is None else dense_weight
+        sparse_weight = s.sparse_weight if sparse_weight is None else sparse_weight
+        rrf_k = s.rrf_k if rrf_k is None else rrf_k
+        conds = parse_filter(metadata_filter)
+        mask = filter_mask([r.fields for r in self.rows], conds, self.bm25.alive) if conds else self.bm25.alive
+        depth = top_k * s.candidate_multiplier
+        use_dense = self.dense is not None and dense_weight > 0
+        use_sparse = sparse_weight > 0
+        if use_dense and use_sparse:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-search")
+            f_sparse = self._pool.submit(self.sparse.rank, text, depth, mask)
+            f_dense = self._pool.submit(self.dense.rank, text, depth, mask)  # type: ignore[union-attr]
+            sparse, dense = f_sparse.result(), f_dense.result()
+        else:
+            sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
+            dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]
+        s_rank = {row: i for i, (row, _) in enumerate(sparse, start=1)}
+        d_rank = {row: i for i, (row, _) in enumerate(dense, start=1)}
+        fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])], k=rrf_k)
+        hits = []
+        for row, score in fused[:top_k]:
+            r = self.rows[row]
+            hits.append(Hit(r.chunk_id, score, r.text, r.source, r.document_id, s_rank.get(row), d_rank.get(row)))
+        return hits
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+
+    # -- persistence ----------------------------------------------------------------------------------------
+    def _signature(self) -> dict[str, Any]:
+        s = self.settings
+        return {"format": FORMAT_VERSION, "k1": s.bm25_k1, "b": s.bm25_b, "epsilon": s.bm25_epsilon,
+                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name}
+
+    def save(self, folder: Path) -> None:
+        """Write the index to ``folder`` atomically (a temporary folder renamed over the old one)."""
+        folder = Path(folder)
+        tmp = folder.with_name(folder.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        live = np.flatnonzero(self.bm25.alive)
+        if live.size != len(self.rows):
+            self._compact(live)
+        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
+            for r in self.rows:
+                fh.write(json.dumps({"chunk_id": r.chunk_id, "document_id": r.document_id, "text": r.text,
+                                     "source": r.source, "fields": r.fields}, ensure_ascii=False) + "\n")
+        self.bm25.save(tmp)
+        if self.vectors is not None:
+            self.vectors.save(tmp)
+        (tmp / "index.json").write_text(json.dumps({**self._signature(), "rows": len(self.rows)}))
+        old = folder.with_name(folder.name + ".old")
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        if old.exists():
+            for p in old.iterdir():
+                p.unlink()
+            old.rmdir()
+
+    def _compact(self, live: np.ndarray) -> None:
+        """Rebuild without dead rows (keeps stored term frequencies; re-embeds nothing)."""
+        rows = [self.rows[i] for i in live]
+        old_bm25 = self.bm25
+        keep = old_bm25.alive[old_bm25._row]
+        remap = np.full(len(self.rows), -1, np.int64)
+        remap[live] = np.arange(live.size)
+        fresh = BM25Index(old_bm25.k1, old_bm25.b, old_bm25.epsilon, old_bm25.dtype.name)
+        fresh.vocab = old_bm25.vocab
+        fresh._term = old_bm25._term[keep]
+        fresh._row = remap[old_bm25._row[keep]].astype(np.int32)
+        fresh._tf = old_bm25._tf[keep]
+        fresh.doc_len = old_bm25.doc_len[live]
+        fresh.alive = np.ones(live.size, bool)
+        fresh.commit()
+        self.bm25 = fresh
+        self.sparse = SparseEngine(self.tokenizer, fresh)
+        if self.vectors is not None:
+            self.vectors.matrix = self.vectors.matrix[live]
+        self.rows = rows
+        self.by_id = {r.chunk_id: i for i, r in enumerate(rows)}
+
+    @classmethod
+    def load(cls, folder: Path, settings: RetrievalSettings) -> "ChunkIndex":
+        folder = Path(folder)
+        meta_path = folder / "index.json"
+        if not meta_path.exists():
+            raise FileNotFoundError(f"{folder}: no chunk index here; run `strata index <folder>` first")
+        meta = json.loads(meta_path.read_text())
+        idx = cls(settings)
+        expected = idx._signature()
+        diff = {k: (meta.get(k), v) for k, v in expected.items() if meta.get(k) != v}
+        if diff:
+            raise IndexMismatchError(
+                f"{folder}: the index was built with different settings {diff} (stored, current); reindex with --full")
+        idx.bm25 = BM25Index.load(folder)
+        idx.sparse = SparseEngine(idx.tokenizer, idx.bm25)
+        if idx.vectors is not None and idx.embedder is not None:
+            idx.vectors = VectorIndex.load(folder, idx.embedder.dim)
+            idx.dense = DenseEngine(idx.embedder, idx.vectors)
+        with open(folder / "chunks.jsonl", encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                d = json.loads(line)
+                idx.rows.append(IndexedChunk(d["chunk_id"], d["document_id"], d["text"], d["source"], d["fields"]))
+                idx.by_id[d["chunk_id"]] = i
+        return idx

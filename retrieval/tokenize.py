@@ -1,0 +1,89 @@
+"""A Unicode-aware tokenizer for BM25 that keeps technical identifiers findable.
+
+- Identifiers are kept whole and as parts: ``max_connections`` gives ``max_connections``, ``max``,
+  ``connections``; ``billing-service`` and ``db.pool.size`` likewise. ``HTTP 504`` gives ``http`` and ``504``.
+- CJK text becomes overlapping character bigrams (a lone character stays a unigram).
+- English stop words and Snowball stemming (PyStemmer) are options; compounds are never stemmed or dropped,
+  so an exact identifier always matches itself.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[\w.\-]*[^\W_{_CJK}])?|_[\w]+", re.UNICODE)
+_SPLIT = re.compile(r"[_.\-]+")
+
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are aren't as at be because been before being below between
+both but by can cannot could did do does doing down during each few for from further had has have having he her
+here hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of
+off on once only or other ought our ours ourselves out over own same she should so some such than that the their
+theirs them themselves then there these they this those through to too under until up very was we were what when
+where which while who whom why will with would you your yours yourself yourselves also may might must shall us
+""".split())
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizerConfig:
+    stopwords: bool = True
+    stemming: bool = True
+
+
+@lru_cache(maxsize=4)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+class Tokenizer:
+    """Turns text into BM25 terms; the same instance must index and query."""
+
+    def __init__(self, config: TokenizerConfig = TokenizerConfig()) -> None:
+        self.config = config
+        self._stem = _stemmer().stemWord if config.stemming else None
+        self._cache: dict[str, str] = {}
+
+    def _word(self, word: str) -> str | None:
+        if self.config.stopwords and word in STOPWORDS:
+            return None
+        if self._stem is None or not word.isalpha():
+            return word
+        stem = self._cache.get(word)
+        if stem is None:
+            stem = self._stem(word)
+            if len(self._cache) < 200_000:
+                self._cache[word] = stem
+        return stem
+
+    def __call__(self, text: str) -> list[str]:
+        out: list[str] = []
+        text = unicodedata.normalize("NFKC", text).casefold()
+        for m in _TOKEN.finditer(text):
+            tok = m.group(0)
+            if tok[0] >= "\u3040" and re.match(rf"[{_CJK}]", tok[0]):
+                if len(tok) == 1:
+                    out.append(tok)
+                else:
+                    out.extend(tok[i:i + 2] for i in range(len(tok) - 1))
+                continue
+            tok = tok.strip("_")
+            if not tok:
+                continue
+            parts = [p for p in _SPLIT.split(tok) if p]
+            if len(parts) > 1:
+                out.append(tok)
+                for p in parts:
+                    w = self._word(p)
+                    if w:
+                        out.append(w)
+            else:
+                w = self._word(tok)
+                if w:
+                    out.append(w)
+        return out

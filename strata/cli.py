@@ -1,0 +1,241 @@
+"""The ``strata`` command line: index, ask, search, route, status, serve.
+
+Exit codes: 0 success; 1 an operational error (store unreachable, no index); 2 bad input (no such folder,
+empty folder, invalid request); 3 indexed, but some files could not be read (each is named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_PARTIAL = 0, 1, 2, 3
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from pydantic import ValidationError
+
+    from strata.settings import StrataSettings
+
+    overrides: dict[str, Any] = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    try:
+        settings = StrataSettings(**overrides)
+        settings.llm_mode  # validates the llm section against the mode
+        return settings
+    except (ValidationError, ValueError) as exc:
+        err.print(f"[red]invalid settings:[/red] {exc}")
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from extraction.loader import EmptyCorpusError
+    from strata.pipeline import index_folder
+    from strata.store import StoreError
+
+    settings = _settings(args)
+    folder = Path(args.folder)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=not err.is_terminal) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, advance: int, total: int | None) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            elif total is not None:
+                bar.update(tasks[stage], total=max(total, bar.tasks[tasks[stage]].completed + advance))
+            bar.advance(tasks[stage], advance)
+
+        try:
+            run = index_folder(folder, settings, progress, prune=not args.no_prune)
+        except FileNotFoundError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            return EXIT_BAD_INPUT
+        except EmptyCorpusError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            return EXIT_BAD_INPUT
+        except StoreError as exc:
+            err.print(f"[red]store error:[/red] {exc}")
+            return EXIT_ERROR
+    if args.json:
+        print(json.dumps(run.to_dict(), indent=2))
+    else:
+        table = Table(title=f"strata index {folder} — mode: {run.mode}, store: {run.store}, embedder: {run.embedder}")
+        table.add_column("what")
+        table.add_column("count", justify="right")
+        for key in ("documents", "new", "changed", "deleted", "unchanged", "chunks_extracted", "chunks_total",
+                    "entities", "relations", "communities", "levels", "reports_written", "reports_kept"):
+            table.add_row(key, str(getattr(run, key)))
+        table.add_row("seconds", f"{run.seconds:.2f}")
+        out.print(table)
+    for p in run.problems:
+        err.print(f"[yellow]skipped[/yellow] {p['path']}: {p['reason']}")
+    if run.problems:
+        err.print(f"[yellow]{len(run.problems)} file(s) could not be indexed; the rest were.[/yellow]")
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _engine(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from strata.pipeline import Engine
+
+    settings = _settings(args)
+    try:
+        return Engine(settings)
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise SystemExit(EXIT_ERROR)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        answer = engine.ask(args.question, mode=args.mode, metadata_filter=json.loads(args.filter) if args.filter else None)
+    except ValueError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return EXIT_BAD_INPUT
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
+    out.print(f"[bold]mode:[/bold] {answer.mode}")
+    out.print()
+    out.print(answer.text, markup=False, highlight=False)
+    out.print()
+    out.print("[bold]citations:[/bold]")
+    for c in answer.citations:
+        out.print(f"  {c.chunk_id}  ({c.source})", markup=False, highlight=False)
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from retrieval.contract import MemoryQueryRequest
+
+    if args.request in (None, "-"):
+        raw = sys.stdin.read()
+    else:
+        try:
+            raw = Path(args.request).read_text(encoding="utf-8")
+        except OSError as exc:
+            err.print(f"[red]error:[/red] cannot read request file {args.request}: {exc.strerror}")
+            return EXIT_BAD_INPUT
+    try:
+        request = MemoryQueryRequest.model_validate_json(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors())
+        err.print(f"[red]invalid memory-query request:[/red] {problems}")
+        return EXIT_BAD_INPUT
+    engine = _engine(args)
+    try:
+        response = engine.query(request)
+    finally:
+        engine.close()
+    print(response.model_dump_json(indent=2 if not args.compact else None))
+    return EXIT_OK
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    decision = engine.route(args.question, args.mode)
+    engine.close()
+    if args.json:
+        print(json.dumps(decision.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        out.print(f"[bold]{decision.route}[/bold]: " + "; ".join(decision.reasons))
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from strata.pipeline import iter_runs
+    from strata.store import StoreError, open_store
+
+    settings = _settings(args)
+    try:
+        store = open_store(settings)
+        counts = store.counts()
+        store.close()
+    except StoreError as exc:
+        err.print(f"[red]store error:[/red] {exc}")
+        return EXIT_ERROR
+    runs = list(iter_runs(settings))
+    info = {"data_dir": str(settings.data_dir), "store": settings.store.backend, "mode": settings.llm_mode,
+            "counts": counts, "last_run": runs[-1] if runs else None}
+    print(json.dumps(info, indent=2))
+    return EXIT_OK
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from strata.api import create_app
+
+    uvicorn.run(create_app(_settings(args)), host=args.host, port=args.port, log_level="info")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="strata", description="GraphRAG memory for a corpus: index a folder, then ask.")
+    p.add_argument("--data-dir", help="workspace folder (default .strata, or STRATA_DATA_DIR)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("index", help="index (or incrementally re-index) a folder of .txt/.md/.jsonl files")
+    s.add_argument("folder")
+    s.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
+    s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("ask", help="answer a question with citations (the router picks local or global)")
+    s.add_argument("question")
+    s.add_argument("--mode", choices=["local", "global"], help="override the router")
+    s.add_argument("--filter", help="metadata filter as JSON, for local answers")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_ask)
+
+    s = sub.add_parser("search", help="run a memory-query request (JSON file or stdin) and print the response")
+    s.add_argument("request", nargs="?", help="request file; '-' or absent reads stdin")
+    s.add_argument("--json", action="store_true", help="accepted for clarity; input and output are always JSON")
+    s.add_argument("--compact", action="store_true", help="one-line JSON output")
+    s.set_defaults(func=cmd_search)
+
+    s = sub.add_parser("route", help="show the router's decision and reasons without answering")
+    s.add_argument("question")
+    s.add_argument("--mode", choices=["local", "global"])
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_route)
+
+    s = sub.add_parser("status", help="counts in the store and the last run")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("serve", help="serve the HTTP API (POST /v1/memory/query, POST /v1/ask)")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=8000)
+    s.set_defaults(func=cmd_serve)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

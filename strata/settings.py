@@ -1,0 +1,139 @@
+"""One typed settings root for Strata.
+
+Values come from defaults, then environment variables prefixed ``STRATA_`` with ``__`` between nested names
+(``STRATA_STORE__BACKEND=neo4j``, ``STRATA_LLM__BASE_URL=http://...``). Settings are read once at the edge
+(CLI, API, flows); each stage receives only its own section.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ChunkingSettings(BaseModel):
+    """Token windows for chunking documents."""
+
+    chunk_tokens: int = Field(300, ge=16, le=8192)
+    overlap_tokens: int = Field(50, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> "ChunkingSettings":
+        if self.overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"chunking.overlap_tokens ({self.overlap_tokens}) must be smaller than "
+                f"chunking.chunk_tokens ({self.chunk_tokens})"
+            )
+        return self
+
+
+class ExtractionSettings(BaseModel):
+    """Entity and relation extraction."""
+
+    mode: Literal["auto", "offline", "llm"] = "auto"
+    relation_max_words: int = Field(12, ge=1, description="words kept between two entities as a relation's description")
+    max_entities_per_sentence: int = Field(8, ge=2, description="sentences with more entities link only neighbours")
+    entity_types: list[str] = Field(
+        default_factory=lambda: ["person", "organization", "service", "database", "error_code", "config_key",
+                                 "identifier", "version", "location", "concept"]
+    )
+    gleanings: int = Field(0, ge=0, le=5)
+    description_max_chars: int = Field(600, ge=50)
+
+
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible endpoint. With no base_url and no api_key, Strata runs offline."""
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    model: str = "gpt-4o-mini"
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(1500, ge=16)
+    request_timeout_s: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(4, ge=1, le=256)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    max_retries: int = Field(5, ge=0, le=20)
+    json_mode: bool = True
+    price_input_per_1k: float = Field(0.00015, ge=0)
+    price_output_per_1k: float = Field(0.0006, ge=0)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url or self.api_key)
+
+
+class StoreSettings(BaseModel):
+    """Which graph store to use, and how to reach Neo4j."""
+
+    backend: Literal["embedded", "neo4j"] = "embedded"
+    neo4j_uri: str = "bolt://127.0.0.1:7687"
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("strata-dev-password")
+    neo4j_database: str = "neo4j"
+    batch_size: int = Field(2000, ge=1, le=100_000)
+    connection_timeout_s: float = Field(10.0, gt=0)
+
+
+class CommunitySettings(BaseModel):
+    """Hierarchical Leiden and community reports."""
+
+    engine: Literal["igraph", "leidenalg"] = "igraph"
+    objective: Literal["modularity", "cpm"] = "modularity"
+    resolution: float = Field(1.0, gt=0)
+    seed: int = 42
+    max_cluster_size: int = Field(10, ge=2)
+    max_levels: int = Field(4, ge=1, le=12)
+    identity_jaccard: float = Field(0.5, gt=0, le=1, description="minimum member overlap to keep a community's id")
+    report_max_findings: int = Field(6, ge=1, le=50)
+    report_context_tokens: int = Field(3000, ge=200)
+    drift_drifting: float = Field(0.1, ge=0, le=1, description="drift score at which a report is drifting")
+    drift_stale: float = Field(0.35, ge=0, le=1, description="drift score at which a report is stale")
+
+
+class RetrievalSettings(BaseModel):
+    """The hybrid chunk index and the answering paths."""
+
+    bm25_k1: float = Field(1.5, gt=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
+    bm25_epsilon: float = Field(0.25, ge=0)
+    stopwords: bool = True
+    stemming: bool = True
+    embedder: Literal["hashing", "none"] = "hashing"
+    hashing_dim: int = Field(512, ge=16, le=8192)
+    dense_weight: float = Field(1.0, ge=0)
+    sparse_weight: float = Field(1.0, ge=0)
+    rrf_k: int = Field(60, ge=1)
+    candidate_multiplier: int = Field(4, ge=1, le=100)
+    top_k: int = Field(8, ge=1, le=1000)
+    answer_sentences: int = Field(4, ge=1, le=20)
+    global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
+    global_reports: int = Field(8, ge=1, le=200)
+
+
+class StrataSettings(BaseSettings):
+    """The root of all configuration."""
+
+    model_config = SettingsConfigDict(env_prefix="STRATA_", env_nested_delimiter="__", extra="ignore")
+
+    data_dir: Path = Path(".strata")
+    chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    communities: CommunitySettings = Field(default_factory=CommunitySettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+
+    @property
+    def llm_mode(self) -> Literal["offline", "llm"]:
+        """Which extraction and summarization mode runs with these settings."""
+        if self.extraction.mode == "offline":
+            return "offline"
+        if self.extraction.mode == "llm":
+            if not self.llm.configured:
+                raise ValueError("extraction.mode is 'llm' but no llm.base_url or llm.api_key is configured")
+            return "llm"
+        return "llm" if self.llm.configured else "offline"

@@ -1,0 +1,36 @@
+"""JSON encoding of the record fields that stores keep as strings (metadata, report findings)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from strata.records import Finding, Report
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def findings_to_json(findings: tuple[Finding, ...]) -> str:
+    return dumps([{"text": f.text, "chunk_ids": list(f.chunk_ids)} for f in findings])
+
+
+def findings_from_json(raw: str | None) -> tuple[Finding, ...]:
+    return tuple(Finding(f["text"], tuple(f["chunk_ids"])) for f in json.loads(raw or "[]"))
+
+
+def report_row(r: Report) -> dict[str, Any]:
+    return {
+        "community_id": r.community_id, "level": r.level, "title": r.title, "summary": r.summary,
+        "findings": findings_to_json(r.findings), "rating": r.rating, "fingerprint": r.fingerprint,
+        "mode": r.mode, "model": r.model, "created_at": r.created_at, "stale": bool(r.stale),
+    }
+
+
+def report_from_row(row: Any) -> Report:
+    return Report(
+        community_id=row["community_id"], level=int(row["level"]), title=row["title"], summary=row["summary"],
+        findings=findings_from_json(row["findings"]), rating=float(row["rating"]), fingerprint=row["fingerprint"],
+        mode=row["mode"], model=row["model"], created_at=row["created_at"], stale=bool(row["stale"]),
+    )

@@ -1,0 +1,239 @@
+"""The embedded graph store: SQLite from the standard library, transactional, no server.
+
+Each public write runs in one transaction, so a failed batch leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from strata.store.codec import dumps, report_from_row, report_row
+from strata.store.port import StoreError
+
+SCHEMA = """
+PRAGMA foreign_keys = ON;
+CREATE TABLE IF NOT EXISTS documents (id TEXT PRIMARY KEY, source TEXT NOT NULL, content_hash TEXT NOT NULL,
+  metadata TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, document_id TEXT NOT NULL REFERENCES documents(id),
+  ordinal INTEGER NOT NULL, text TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  n_tokens INTEGER NOT NULL, source TEXT NOT NULL, content_hash TEXT NOT NULL, metadata TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id);
+CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
+  description TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS mentions (entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  chunk_id TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, PRIMARY KEY (entity_id, chunk_id));
+CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions(chunk_id);
+CREATE TABLE IF NOT EXISTS relations (id TEXT PRIMARY KEY, source_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+  target_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE, description TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relation_chunks (relation_id TEXT NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
+  chunk_id TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, PRIMARY KEY (relation_id, chunk_id));
+CREATE INDEX IF NOT EXISTS relation_chunks_by_chunk ON relation_chunks(chunk_id);
+CREATE TABLE IF NOT EXISTS communities (id TEXT PRIMARY KEY, level INTEGER NOT NULL, parent_id TEXT);
+CREATE TABLE IF NOT EXISTS community_members (community_id TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE,
+  entity_id TEXT NOT NULL, PRIMARY KEY (community_id, entity_id));
+CREATE INDEX IF NOT EXISTS members_by_entity ON community_members(entity_id);
+CREATE TABLE IF NOT EXISTS reports (community_id TEXT PRIMARY KEY, level INTEGER NOT NULL, title TEXT NOT NULL,
+  summary TEXT NOT NULL, findings TEXT NOT NULL, rating REAL NOT NULL, fingerprint TEXT NOT NULL, mode TEXT NOT NULL,
+  model TEXT NOT NULL, created_at TEXT NOT NULL, stale INTEGER NOT NULL DEFAULT 0);
+"""
+
+
+def _merge_text(old: str, new: str, limit: int = 4000) -> str:
+    if not old:
+        return new
+    if not new or new in old:
+        return old
+    return (old + "\n" + new)[:limit]
+
+
+class SQLiteGraphStore:
+    """GraphStore on one SQLite file."""
+
+    backend = "embedded"
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.executescript(SCHEMA)
+
+    # -- transactions -------------------------------------------------------------------------------------
+    def _tx(self):  # type: ignore[no-untyped-def]
+        store = self
+
+        class _Tx:
+            def __enter__(self) -> sqlite3.Connection:
+                store._db.execute("BEGIN IMMEDIATE")
+                return store._db
+
+            def __exit__(self, exc_type, exc, tb) -> None:  # type: ignore[no-untyped-def]
+                if exc_type is None:
+                    store._db.execute("COMMIT")
+                else:
+                    store._db.execute("ROLLBACK")
+                    if isinstance(exc, sqlite3.Error):
+                        raise StoreError(f"{store.path}: write failed and was rolled back: {exc}") from exc
+
+        return _Tx()
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    def upsert_documents(self, documents: Sequence[Document]) -> None:
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO documents(id, source, content_hash, metadata) VALUES (?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET source=excluded.source, content_hash=excluded.content_hash, metadata=excluded.metadata",
+                [(d.id, d.source, d.content_hash, dumps(d.metadata)) for d in documents],
+            )
+
+    def upsert_chunks(self, chunks: Sequence[Chunk]) -> None:
+        with self._tx() as db:
+            db.executemany(
+                'INSERT INTO chunks(id, document_id, ordinal, text, start, "end", n_tokens, source, content_hash, metadata) '
+                "VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET document_id=excluded.document_id, "
+                'ordinal=excluded.ordinal, text=excluded.text, start=excluded.start, "end"=excluded."end", '
+                "n_tokens=excluded.n_tokens, source=excluded.source, content_hash=excluded.content_hash, metadata=excluded.metadata",
+                [(c.id, c.document_id, c.ordinal, c.text, c.start, c.end, c.n_tokens, c.source, c.content_hash,
+                  dumps(c.metadata)) for c in chunks],
+            )
+
+    def upsert_entities(self, entities: Sequence[Entity]) -> None:
+        with self._tx() as db:
+            for e in entities:
+                row = db.execute("SELECT description FROM entities WHERE id = ?", (e.id,)).fetchone()
+                if row is None:
+                    db.execute("INSERT INTO entities(id, name, type, description) VALUES (?,?,?,?)",
+                               (e.id, e.name, e.type, e.description))
+                else:
+                    db.execute("UPDATE entities SET name = ?, type = ?, description = ? WHERE id = ?",
+                               (e.name, e.type, _merge_text(row["description"], e.description), e.id))
+                db.executemany("INSERT OR IGNORE INTO mentions(entity_id, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
+                               [(e.id, cid) for cid in e.chunk_ids])
+
+    def upsert_relations(self, relations: Sequence[Relation]) -> None:
+        with self._tx() as db:
+            for r in relations:
+                row = db.execute("SELECT description FROM relations WHERE id = ?", (r.id,)).fetchone()
+                if row is None:
+                    db.execute("INSERT INTO relations(id, source_id, target_id, description) VALUES (?,?,?,?)",
+                               (r.id, r.source_id, r.target_id, r.description))
+                else:
+                    db.execute("UPDATE relations SET description = ? WHERE id = ?",
+                               (_merge_text(row["description"], r.description), r.id))
+                db.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
+                               [(r.id, cid) for cid in r.chunk_ids])
+
+    def delete_document(self, document_id: str) -> DeletionResult:
+        with self._tx() as db:
+            chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
+            touched = {r[0] for r in db.execute(
+                "SELECT DISTINCT entity_id FROM mentions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)",
+                (document_id,))}
+            touched |= {r[0] for r in db.execute(
+                "SELECT DISTINCT x FROM (SELECT source_id AS x, relation_id FROM relations JOIN relation_chunks ON id = relation_id "
+                "UNION SELECT target_id, relation_id FROM relations JOIN relation_chunks ON id = relation_id) "
+                "WHERE relation_id IN (SELECT relation_id FROM relation_chunks WHERE chunk_id IN "
+                "(SELECT id FROM chunks WHERE document_id = ?))", (document_id,))}
+            marked = 0
+            if touched:
+                marks = ",".join("?" * len(touched))
+                cur = db.execute(
+                    f"UPDATE reports SET stale = 1 WHERE stale = 0 AND community_id IN "
+                    f"(SELECT community_id FROM community_members WHERE entity_id IN ({marks}))", sorted(touched))
+                marked = cur.rowcount
+            db.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)", (document_id,))
+            db.execute("DELETE FROM relation_chunks WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)", (document_id,))
+            rel_removed = db.execute(
+                "DELETE FROM relations WHERE id NOT IN (SELECT relation_id FROM relation_chunks)").rowcount
+            ent_removed = db.execute(
+                "DELETE FROM entities WHERE id NOT IN (SELECT entity_id FROM mentions)").rowcount
+            rel_removed += db.execute(
+                "DELETE FROM relations WHERE source_id NOT IN (SELECT id FROM entities) OR target_id NOT IN (SELECT id FROM entities)").rowcount
+            db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
+            db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+        return DeletionResult(document_id, len(chunk_ids), ent_removed, rel_removed, marked)
+
+    def replace_communities(self, communities: Sequence[Community]) -> None:
+        with self._tx() as db:
+            keep = {c.id for c in communities}
+            old = [r[0] for r in db.execute("SELECT id FROM communities")]
+            gone = [cid for cid in old if cid not in keep]
+            db.executemany("DELETE FROM reports WHERE community_id = ?", [(g,) for g in gone])
+            db.execute("DELETE FROM community_members")
+            db.execute("DELETE FROM communities")
+            db.executemany("INSERT INTO communities(id, level, parent_id) VALUES (?,?,?)",
+                           [(c.id, c.level, c.parent_id) for c in communities])
+            db.executemany("INSERT INTO community_members(community_id, entity_id) VALUES (?,?)",
+                           [(c.id, e) for c in communities for e in c.entity_ids])
+
+    def save_reports(self, reports: Sequence[Report]) -> None:
+        with self._tx() as db:
+            rows = [report_row(r) for r in reports]
+            db.executemany(
+                "INSERT INTO reports(community_id, level, title, summary, findings, rating, fingerprint, mode, model, created_at, stale) "
+                "VALUES (:community_id, :level, :title, :summary, :findings, :rating, :fingerprint, :mode, :model, :created_at, :stale) "
+                "ON CONFLICT(community_id) DO UPDATE SET level=excluded.level, title=excluded.title, summary=excluded.summary, "
+                "findings=excluded.findings, rating=excluded.rating, fingerprint=excluded.fingerprint, mode=excluded.mode, "
+                "model=excluded.model, created_at=excluded.created_at, stale=excluded.stale", rows)
+
+    def clear(self) -> None:
+        with self._tx() as db:
+            for table in ("reports", "community_members", "communities", "relation_chunks", "relations", "mentions",
+                          "entities", "chunks", "documents"):
+                db.execute(f"DELETE FROM {table}")
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def document_hashes(self) -> dict[str, str]:
+        return {r["id"]: r["content_hash"] for r in self._db.execute("SELECT id, content_hash FROM documents ORDER BY id")}
+
+    def _chunks(self, rows: Iterable[sqlite3.Row]) -> list[Chunk]:
+        return [Chunk(r["id"], r["document_id"], r["ordinal"], r["text"], r["start"], r["end"], r["n_tokens"],
+                      r["source"], r["content_hash"], json.loads(r["metadata"])) for r in rows]
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        out: list[Chunk] = []
+        ids = list(dict.fromkeys(chunk_ids))
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            out += self._chunks(self._db.execute(
+                f"SELECT * FROM chunks WHERE id IN ({','.join('?' * len(part))})", part))
+        order = {cid: i for i, cid in enumerate(ids)}
+        return sorted(out, key=lambda c: order[c.id])
+
+    def all_chunks(self) -> list[Chunk]:
+        return self._chunks(self._db.execute("SELECT * FROM chunks ORDER BY document_id, ordinal"))
+
+    def read_graph(self) -> GraphSnapshot:
+        mentions: dict[str, list[str]] = {}
+        for r in self._db.execute("SELECT entity_id, chunk_id FROM mentions ORDER BY entity_id, chunk_id"):
+            mentions.setdefault(r[0], []).append(r[1])
+        rel_chunks: dict[str, list[str]] = {}
+        for r in self._db.execute("SELECT relation_id, chunk_id FROM relation_chunks ORDER BY relation_id, chunk_id"):
+            rel_chunks.setdefault(r[0], []).append(r[1])
+        entities = tuple(Entity(r["id"], r["name"], r["type"], r["description"], tuple(mentions.get(r["id"], ())))
+                         for r in self._db.execute("SELECT * FROM entities ORDER BY id"))
+        relations = tuple(Relation(r["id"], r["source_id"], r["target_id"], r["description"], tuple(rel_chunks.get(r["id"], ())))
+                          for r in self._db.execute("SELECT * FROM relations ORDER BY id"))
+        return GraphSnapshot(entities, relations)
+
+    def communities(self) -> list[Community]:
+        members: dict[str, list[str]] = {}
+        for r in self._db.execute("SELECT community_id, entity_id FROM community_members ORDER BY community_id, entity_id"):
+            members.setdefault(r[0], []).append(r[1])
+        return [Community(r["id"], r["level"], r["parent_id"], tuple(members.get(r["id"], ())))
+                for r in self._db.execute("SELECT * FROM communities ORDER BY level, id")]
+
+    def reports(self) -> list[Report]:
+        return [report_from_row(r) for r in self._db.execute("SELECT * FROM reports ORDER BY level, community_id")]
+
+    def counts(self) -> dict[str, int]:
+        return {t: self._db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("documents", "chunks", "entities", "relations", "communities", "reports")}
+
+    def close(self) -> None:
+        self._db.close()
