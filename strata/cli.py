@@ -18,8 +18,8 @@ from rich.table import Table
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_PARTIAL = 0, 1, 2, 3
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 
 
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
@@ -41,7 +41,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def cmd_index(args: argparse.Namespace) -> int:
     from extraction.loader import EmptyCorpusError
-    from strata.pipeline import index_folder
+    from strata.pipeline import LLMModeUnavailableError, index_folder
     from strata.store import StoreError
 
     settings = _settings(args)
@@ -62,7 +62,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
-        except EmptyCorpusError as exc:
+        except (EmptyCorpusError, LLMModeUnavailableError) as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
         except StoreError as exc:
@@ -229,9 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args))
+    except SystemExit as exc:  # argparse and the helpers above exit with a code; return it instead
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130

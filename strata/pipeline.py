@@ -84,19 +84,25 @@ class IndexRun:
         return asdict(self)
 
 
-def make_extractor(settings: StrataSettings) -> Extractor:
-    if settings.llm_mode == "llm":
-        from extraction.llm_extractor import LLMExtractor
+class LLMModeUnavailableError(ValueError):
+    """An LLM endpoint is configured, but this version extracts and summarizes offline only."""
 
-        return LLMExtractor.from_settings(settings)
+
+def _offline_only(settings: StrataSettings) -> None:
+    if settings.llm_mode == "llm":
+        raise LLMModeUnavailableError(
+            "an LLM endpoint is configured (llm.base_url / llm.api_key), but this version of Strata runs the "
+            "offline extractor and extractive summarizer only; set STRATA_EXTRACTION__MODE=offline or unset the "
+            "STRATA_LLM__ variables")
+
+
+def make_extractor(settings: StrataSettings) -> Extractor:
+    _offline_only(settings)
     return OfflineExtractor(settings.extraction)
 
 
 def make_report_writer(settings: StrataSettings) -> ReportWriter:
-    if settings.llm_mode == "llm":
-        from communities.llm_reports import LLMReportWriter
-
-        return LLMReportWriter.from_settings(settings)
+    _offline_only(settings)
     return ExtractiveReportWriter(settings.communities)
 
 

@@ -1,0 +1,41 @@
+# Two commands set everything up on a fresh machine (Python 3.11; Java 17 and Maven for Neo4j):
+#   make demo   install into .venv, index the bundled sample corpus, answer two questions
+#   make test   install into .venv (with test tools), start Neo4j, run the whole test suite, stop Neo4j
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DEMO_DIR ?= .strata-demo
+
+.PHONY: install install-test demo test neo4j-start neo4j-stop bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+
+demo: install
+	$(BIN)/strata --data-dir $(DEMO_DIR) index samples/infra-notes
+	$(BIN)/strata --data-dir $(DEMO_DIR) ask "Why did the billing-service return HTTP 504?"
+	$(BIN)/strata --data-dir $(DEMO_DIR) ask "What are the recurring problems across all services?"
+
+test: install-test
+	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
+	STRATA_REQUIRE_NEO4J=1 $(BIN)/python -m pytest -q; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
+
+neo4j-start: install
+	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
+
+neo4j-stop:
+	PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop
+
+bench: install-test
+	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
+	$(BIN)/python -m bench.neo4j_write; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache

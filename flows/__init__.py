@@ -1,0 +1,1 @@
+"""Prefect entrypoints: thin wiring over the application services in ``strata.pipeline``."""

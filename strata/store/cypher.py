@@ -1,0 +1,190 @@
+"""Every Cypher statement Strata runs, as named constants.
+
+All values travel as parameters; no user text is ever spliced into query text. Writes are batched with
+``UNWIND $rows AS row`` and MERGE on fixed labels with unique keys.
+"""
+
+CONSTRAINTS = (
+    "CREATE CONSTRAINT strata_document_id IF NOT EXISTS FOR (n:Document) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT strata_chunk_id IF NOT EXISTS FOR (n:Chunk) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT strata_entity_id IF NOT EXISTS FOR (n:Entity) REQUIRE n.id IS UNIQUE",
+    "CREATE CONSTRAINT strata_community_id IF NOT EXISTS FOR (n:Community) REQUIRE n.id IS UNIQUE",
+)
+
+# The description merge mirrors the embedded store: keep the old text when it already holds the new one.
+_MERGE_DESCRIPTION = (
+    "CASE WHEN coalesce({v}.description, '') = '' THEN row.description "
+    "WHEN row.description = '' OR {v}.description CONTAINS row.description THEN {v}.description "
+    "ELSE left({v}.description + '\\n' + row.description, 4000) END"
+)
+
+UPSERT_DOCUMENTS = """
+UNWIND $rows AS row
+MERGE (d:Document {id: row.id})
+SET d.source = row.source, d.content_hash = row.content_hash, d.metadata = row.metadata
+"""
+
+UPSERT_CHUNKS = """
+UNWIND $rows AS row
+MATCH (d:Document {id: row.document_id})
+MERGE (c:Chunk {id: row.id})
+SET c.document_id = row.document_id, c.ordinal = row.ordinal, c.text = row.text, c.start = row.start,
+    c.end = row.end, c.n_tokens = row.n_tokens, c.source = row.source, c.content_hash = row.content_hash,
+    c.metadata = row.metadata
+MERGE (d)-[:HAS_CHUNK]->(c)
+"""
+
+UPSERT_ENTITIES = f"""
+UNWIND $rows AS row
+MERGE (e:Entity {{id: row.id}})
+SET e.name = row.name, e.type = row.type, e.description = {_MERGE_DESCRIPTION.format(v='e')}
+WITH e, row
+UNWIND row.chunk_ids AS cid
+MATCH (c:Chunk {{id: cid}})
+MERGE (e)-[:MENTIONED_IN]->(c)
+"""
+
+UPSERT_RELATIONS = f"""
+UNWIND $rows AS row
+MATCH (a:Entity {{id: row.source_id}})
+MATCH (b:Entity {{id: row.target_id}})
+MERGE (a)-[r:RELATED {{id: row.id}}]->(b)
+SET r.description = {_MERGE_DESCRIPTION.format(v='r')}
+WITH r, [cid IN row.chunk_ids WHERE EXISTS {{ MATCH (:Chunk {{id: cid}}) }}] AS valid
+SET r.chunk_ids = coalesce(r.chunk_ids, []) + [x IN valid WHERE NOT x IN coalesce(r.chunk_ids, [])]
+SET r.weight = toFloat(size(r.chunk_ids))
+"""
+
+DOCUMENT_CHUNK_IDS = "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN collect(c.id) AS ids"
+
+TOUCHED_ENTITIES = """
+MATCH (e:Entity)-[:MENTIONED_IN]->(c:Chunk) WHERE c.id IN $ids
+WITH collect(DISTINCT e) AS mentioned
+UNWIND mentioned AS e
+OPTIONAL MATCH (e)-[r:RELATED]-(other:Entity) WHERE any(x IN r.chunk_ids WHERE x IN $ids)
+WITH collect(DISTINCT e.id) + collect(DISTINCT other.id) AS ids
+UNWIND ids AS id
+RETURN collect(DISTINCT id) AS touched
+"""
+
+MARK_COMMUNITIES_STALE = """
+MATCH (e:Entity)-[:IN_COMMUNITY]->(c:Community)
+WHERE e.id IN $touched AND c.fingerprint IS NOT NULL AND coalesce(c.stale, false) = false
+WITH DISTINCT c
+SET c.stale = true
+RETURN count(c) AS marked
+"""
+
+PRUNE_RELATION_CHUNKS = """
+MATCH (e:Entity)-[r:RELATED]-() WHERE e.id IN $touched
+WITH DISTINCT r
+SET r.chunk_ids = [x IN r.chunk_ids WHERE NOT x IN $ids]
+SET r.weight = toFloat(size(r.chunk_ids))
+WITH r WHERE size(r.chunk_ids) = 0
+DELETE r
+RETURN count(*) AS removed
+"""
+
+DELETE_CHUNKS = "MATCH (c:Chunk) WHERE c.id IN $ids DETACH DELETE c"
+
+COUNT_ORPHANS = """
+MATCH (e:Entity) WHERE e.id IN $touched AND NOT (e)-[:MENTIONED_IN]->(:Chunk)
+OPTIONAL MATCH (e)-[r:RELATED]-()
+RETURN count(DISTINCT e) AS entities, count(DISTINCT r) AS relations
+"""
+
+DELETE_ORPHANS = "MATCH (e:Entity) WHERE e.id IN $touched AND NOT (e)-[:MENTIONED_IN]->(:Chunk) DETACH DELETE e"
+
+DELETE_DOCUMENT = "MATCH (d:Document {id: $id}) DETACH DELETE d"
+
+DOCUMENT_HASHES = "MATCH (d:Document) RETURN d.id AS id, d.content_hash AS hash ORDER BY id"
+
+GET_CHUNKS = "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c"
+
+ALL_CHUNKS = "MATCH (c:Chunk) RETURN c ORDER BY c.document_id, c.ordinal"
+
+READ_ENTITIES = """
+MATCH (e:Entity)
+OPTIONAL MATCH (e)-[:MENTIONED_IN]->(c:Chunk)
+RETURN e.id AS id, e.name AS name, e.type AS type, e.description AS description, collect(c.id) AS chunk_ids
+ORDER BY id
+"""
+
+READ_RELATIONS = """
+MATCH (a:Entity)-[r:RELATED]->(b:Entity)
+RETURN r.id AS id, a.id AS source_id, b.id AS target_id, r.description AS description, r.chunk_ids AS chunk_ids
+ORDER BY id
+"""
+
+DROP_GONE_COMMUNITIES = "MATCH (c:Community) WHERE NOT c.id IN $keep DETACH DELETE c"
+
+CLEAR_COMMUNITY_LINKS = """
+MATCH (c:Community)
+OPTIONAL MATCH (c)<-[m:IN_COMMUNITY]-()
+OPTIONAL MATCH (c)-[p:CHILD_OF]->()
+DELETE m, p
+"""
+
+UPSERT_COMMUNITIES = """
+UNWIND $rows AS row
+MERGE (c:Community {id: row.id})
+SET c.level = row.level, c.parent_id = row.parent_id
+WITH c, row
+UNWIND row.entity_ids AS eid
+MATCH (e:Entity {id: eid})
+MERGE (e)-[:IN_COMMUNITY]->(c)
+"""
+
+LINK_COMMUNITY_PARENTS = """
+UNWIND $rows AS row
+MATCH (c:Community {id: row.id})
+MATCH (p:Community {id: row.parent_id})
+MERGE (c)-[:CHILD_OF]->(p)
+"""
+
+READ_COMMUNITIES = """
+MATCH (c:Community) WHERE c.level IS NOT NULL
+OPTIONAL MATCH (e:Entity)-[:IN_COMMUNITY]->(c)
+RETURN c.id AS id, c.level AS level, c.parent_id AS parent_id, collect(e.id) AS entity_ids
+ORDER BY level, id
+"""
+
+SAVE_REPORTS = """
+UNWIND $rows AS row
+MERGE (c:Community {id: row.community_id})
+SET c.level = coalesce(c.level, row.level), c.report_level = row.level, c.title = row.title,
+    c.summary = row.summary, c.findings = row.findings, c.rating = row.rating, c.fingerprint = row.fingerprint,
+    c.mode = row.mode, c.model = row.model, c.created_at = row.created_at, c.stale = row.stale
+"""
+
+READ_REPORTS = """
+MATCH (c:Community) WHERE c.fingerprint IS NOT NULL
+RETURN c.id AS community_id, c.report_level AS level, c.title AS title, c.summary AS summary,
+       c.findings AS findings, c.rating AS rating, c.fingerprint AS fingerprint, c.mode AS mode, c.model AS model,
+       c.created_at AS created_at, coalesce(c.stale, false) AS stale
+ORDER BY level, community_id
+"""
+
+COUNTS = """
+CALL { MATCH (n:Document) RETURN count(n) AS documents }
+CALL { MATCH (n:Chunk) RETURN count(n) AS chunks }
+CALL { MATCH (n:Entity) RETURN count(n) AS entities }
+CALL { MATCH ()-[r:RELATED]->() RETURN count(r) AS relations }
+CALL { MATCH (n:Community) WHERE n.level IS NOT NULL RETURN count(n) AS communities }
+CALL { MATCH (n:Community) WHERE n.fingerprint IS NOT NULL RETURN count(n) AS reports }
+RETURN documents, chunks, entities, relations, communities, reports
+"""
+
+CLEAR_BATCH = """
+MATCH (n) WHERE n:Document OR n:Chunk OR n:Entity OR n:Community
+WITH n LIMIT 10000
+DETACH DELETE n
+RETURN count(*) AS removed
+"""
+
+# The naive path, for the write benchmark only: one statement and one transaction per relation.
+NAIVE_MERGE_RELATION = """
+MATCH (a:Entity {id: $source_id}) MATCH (b:Entity {id: $target_id})
+MERGE (a)-[r:RELATED {id: $id}]->(b)
+SET r.description = $description, r.chunk_ids = $chunk_ids, r.weight = toFloat(size($chunk_ids))
+"""

@@ -1,0 +1,192 @@
+"""The Neo4j graph store: the production backend.
+
+The driver is injected (``Neo4jGraphStore(driver, database)``); :meth:`connect` builds one from settings and
+checks connectivity, turning an unreachable server or a refused password into :class:`StoreUnavailableError`
+naming the URI. Writes go in batches of ``batch_size`` rows, one managed transaction per batch (the driver
+retries transient errors), so a batch commits whole or not at all.
+
+Graph shape: ``(:Document)-[:HAS_CHUNK]->(:Chunk)<-[:MENTIONED_IN]-(:Entity)``,
+``(:Entity)-[:RELATED {id, description, weight, chunk_ids}]->(:Entity)``,
+``(:Entity)-[:IN_COMMUNITY]->(:Community)-[:CHILD_OF]->(:Community)``; reports are properties of Community.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Sequence
+
+from neo4j import Driver, GraphDatabase, ManagedTransaction
+from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable, SessionExpired
+
+from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from strata.settings import StoreSettings
+from strata.store import cypher
+from strata.store.codec import dumps, report_from_row, report_row
+from strata.store.port import StoreError, StoreUnavailableError
+
+
+def _batches(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(rows), size):
+        yield rows[i:i + size]
+
+
+class Neo4jGraphStore:
+    backend = "neo4j"
+
+    def __init__(self, driver: Driver, database: str = "neo4j", batch_size: int = 2000, uri: str = "") -> None:
+        self.driver = driver
+        self.database = database
+        self.batch_size = batch_size
+        self.uri = uri or "neo4j"
+        self._schema_ready = False
+
+    @classmethod
+    def connect(cls, settings: StoreSettings) -> "Neo4jGraphStore":
+        driver = GraphDatabase.driver(settings.neo4j_uri, auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
+                                      connection_timeout=settings.connection_timeout_s,
+                                      max_transaction_retry_time=15.0)
+        try:
+            driver.verify_connectivity()
+        except AuthError as exc:
+            driver.close()
+            raise StoreUnavailableError(f"Neo4j at {settings.neo4j_uri} refused the credentials for user "
+                                        f"{settings.neo4j_user!r}: {exc.message}") from exc
+        except (ServiceUnavailable, OSError, Neo4jError) as exc:
+            driver.close()
+            raise StoreUnavailableError(f"Neo4j at {settings.neo4j_uri} is not reachable: {exc}") from exc
+        store = cls(driver, settings.neo4j_database, settings.batch_size, settings.neo4j_uri)
+        store.ensure_schema()
+        return store
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+    def _write(self, fn, *args: Any) -> Any:  # type: ignore[no-untyped-def]
+        try:
+            with self.driver.session(database=self.database) as session:
+                return session.execute_write(fn, *args)
+        except (ServiceUnavailable, SessionExpired) as exc:
+            raise StoreUnavailableError(f"Neo4j at {self.uri} became unreachable; the batch was not committed: {exc}") from exc
+        except Neo4jError as exc:
+            raise StoreError(f"Neo4j at {self.uri} rejected a write; the batch was not committed: {exc.message}") from exc
+
+    def _read(self, query: str, **params: Any) -> list[Any]:
+        try:
+            records, _, _ = self.driver.execute_query(query, params, database_=self.database, routing_="r")
+            return records
+        except (ServiceUnavailable, SessionExpired) as exc:
+            raise StoreUnavailableError(f"Neo4j at {self.uri} is not reachable: {exc}") from exc
+        except Neo4jError as exc:
+            raise StoreError(f"Neo4j at {self.uri} rejected a read: {exc.message}") from exc
+
+    def _write_rows(self, query: str, rows: Sequence[dict[str, Any]]) -> None:
+        def run(tx: ManagedTransaction, batch: Sequence[dict[str, Any]]) -> None:
+            tx.run(query, rows=list(batch)).consume()
+
+        for batch in _batches(rows, self.batch_size):
+            self._write(run, batch)
+
+    def ensure_schema(self) -> None:
+        """Create the unique-id constraints once; safe to call again."""
+        if self._schema_ready:
+            return
+        for statement in cypher.CONSTRAINTS:
+            self._write(lambda tx, q=statement: tx.run(q).consume())
+        self._schema_ready = True
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    def upsert_documents(self, documents: Sequence[Document]) -> None:
+        self._write_rows(cypher.UPSERT_DOCUMENTS, [
+            {"id": d.id, "source": d.source, "content_hash": d.content_hash, "metadata": dumps(d.metadata)} for d in documents])
+
+    def upsert_chunks(self, chunks: Sequence[Chunk]) -> None:
+        self._write_rows(cypher.UPSERT_CHUNKS, [
+            {"id": c.id, "document_id": c.document_id, "ordinal": c.ordinal, "text": c.text, "start": c.start,
+             "end": c.end, "n_tokens": c.n_tokens, "source": c.source, "content_hash": c.content_hash,
+             "metadata": dumps(c.metadata)} for c in chunks])
+
+    def upsert_entities(self, entities: Sequence[Entity]) -> None:
+        self._write_rows(cypher.UPSERT_ENTITIES, [
+            {"id": e.id, "name": e.name, "type": e.type, "description": e.description, "chunk_ids": list(e.chunk_ids)}
+            for e in entities])
+
+    def upsert_relations(self, relations: Sequence[Relation]) -> None:
+        self._write_rows(cypher.UPSERT_RELATIONS, [
+            {"id": r.id, "source_id": r.source_id, "target_id": r.target_id, "description": r.description,
+             "chunk_ids": list(r.chunk_ids)} for r in relations])
+
+    def delete_document(self, document_id: str) -> DeletionResult:
+        def run(tx: ManagedTransaction) -> DeletionResult:
+            ids = tx.run(cypher.DOCUMENT_CHUNK_IDS, id=document_id).single()["ids"]
+            touched = tx.run(cypher.TOUCHED_ENTITIES, ids=ids).single()["touched"] if ids else []
+            marked = tx.run(cypher.MARK_COMMUNITIES_STALE, touched=touched).single()["marked"] if touched else 0
+            rel_removed = tx.run(cypher.PRUNE_RELATION_CHUNKS, touched=touched, ids=ids).single()["removed"] if touched else 0
+            tx.run(cypher.DELETE_CHUNKS, ids=ids).consume()
+            orphans = tx.run(cypher.COUNT_ORPHANS, touched=touched).single() if touched else None
+            if orphans is not None:
+                tx.run(cypher.DELETE_ORPHANS, touched=touched).consume()
+            tx.run(cypher.DELETE_DOCUMENT, id=document_id).consume()
+            return DeletionResult(document_id, len(ids), orphans["entities"] if orphans else 0,
+                                  rel_removed + (orphans["relations"] if orphans else 0), marked)
+
+        return self._write(run)
+
+    def replace_communities(self, communities: Sequence[Community]) -> None:
+        rows = [{"id": c.id, "level": c.level, "parent_id": c.parent_id, "entity_ids": list(c.entity_ids)} for c in communities]
+
+        def run(tx: ManagedTransaction) -> None:
+            tx.run(cypher.DROP_GONE_COMMUNITIES, keep=[c.id for c in communities]).consume()
+            tx.run(cypher.CLEAR_COMMUNITY_LINKS).consume()
+            for batch in _batches(rows, self.batch_size):
+                tx.run(cypher.UPSERT_COMMUNITIES, rows=list(batch)).consume()
+            linked = [r for r in rows if r["parent_id"]]
+            for batch in _batches(linked, self.batch_size):
+                tx.run(cypher.LINK_COMMUNITY_PARENTS, rows=list(batch)).consume()
+
+        # Communities are replaced as one unit: readers never see a half-replaced hierarchy.
+        self._write(run)
+
+    def save_reports(self, reports: Sequence[Report]) -> None:
+        self._write_rows(cypher.SAVE_REPORTS, [report_row(r) for r in reports])
+
+    def clear(self) -> None:
+        while True:
+            removed = self._write(lambda tx: tx.run(cypher.CLEAR_BATCH).single()["removed"])
+            if not removed:
+                return
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def document_hashes(self) -> dict[str, str]:
+        return {r["id"]: r["hash"] for r in self._read(cypher.DOCUMENT_HASHES)}
+
+    @staticmethod
+    def _chunk(node: Any) -> Chunk:
+        return Chunk(node["id"], node["document_id"], node["ordinal"], node["text"], node["start"], node["end"],
+                     node["n_tokens"], node["source"], node["content_hash"], json.loads(node["metadata"]))
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        ids = list(dict.fromkeys(chunk_ids))
+        found = {c.id: c for c in (self._chunk(r["c"]) for r in self._read(cypher.GET_CHUNKS, ids=ids))}
+        return [found[i] for i in ids if i in found]
+
+    def all_chunks(self) -> list[Chunk]:
+        return [self._chunk(r["c"]) for r in self._read(cypher.ALL_CHUNKS)]
+
+    def read_graph(self) -> GraphSnapshot:
+        entities = tuple(Entity(r["id"], r["name"], r["type"], r["description"], tuple(sorted(r["chunk_ids"])))
+                         for r in self._read(cypher.READ_ENTITIES))
+        relations = tuple(Relation(r["id"], r["source_id"], r["target_id"], r["description"], tuple(sorted(r["chunk_ids"])))
+                          for r in self._read(cypher.READ_RELATIONS))
+        return GraphSnapshot(entities, relations)
+
+    def communities(self) -> list[Community]:
+        return [Community(r["id"], r["level"], r["parent_id"], tuple(sorted(r["entity_ids"])))
+                for r in self._read(cypher.READ_COMMUNITIES)]
+
+    def reports(self) -> list[Report]:
+        return [report_from_row(r) for r in self._read(cypher.READ_REPORTS)]
+
+    def counts(self) -> dict[str, int]:
+        rows = self._read(cypher.COUNTS)
+        return dict(rows[0]) if rows else {}
+
+    def close(self) -> None:
+        self.driver.close()

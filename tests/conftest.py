@@ -1,0 +1,49 @@
+"""Shared fixtures: paths to the shared evaluation data, settings in a temporary workspace, Neo4j access."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from strata.settings import StoreSettings, StrataSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+
+def shared(*parts: str) -> Path:
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared evaluation data not found at {path}")
+    return path
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> StrataSettings:
+    return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
+
+
+def neo4j_settings() -> StoreSettings:
+    return StoreSettings(
+        backend="neo4j",
+        neo4j_uri=os.environ.get("STRATA_STORE__NEO4J_URI", f"bolt://127.0.0.1:{os.environ.get('NEO4J_PORT', '7687')}"),
+        neo4j_password=os.environ.get("STRATA_STORE__NEO4J_PASSWORD", os.environ.get("NEO4J_PASSWORD", "strata-dev-password")),
+        batch_size=500,
+    )
+
+
+@pytest.fixture(scope="session")
+def neo4j_store_settings() -> StoreSettings:
+    from strata.store.neo4j_store import Neo4jGraphStore
+    from strata.store.port import StoreUnavailableError
+
+    s = neo4j_settings()
+    try:
+        Neo4jGraphStore.connect(s).close()
+    except StoreUnavailableError as exc:
+        if os.environ.get("STRATA_REQUIRE_NEO4J") == "1":
+            pytest.fail(f"Neo4j is required (STRATA_REQUIRE_NEO4J=1) but unavailable: {exc}")
+        pytest.skip(f"Neo4j not running (start it with scripts/neo4j start): {exc}")
+    return s

@@ -1,0 +1,134 @@
+"""One contract suite for every GraphStore backend; subclassed once per backend with a ``store`` fixture."""
+
+from __future__ import annotations
+
+import pytest
+
+from strata.records import Chunk, Community, Document, Entity, Finding, Relation, Report
+from strata.store.port import GraphStore
+
+NASTY = ["O'Brien \"quoted\"", "`backtick` name", "{braces} and $dollar", "MATCH (n) DETACH DELETE n //",
+         "RETURN 1; DROP", "数据库服务", "Ωμέγα", "Ёлка-сервис", "ключ\\n\\\\", "emoji 🚀"]
+
+
+def doc(i: str, text: str = "text", h: str = "h") -> Document:
+    return Document(i, f"{i}.txt", text, h, {"team": "core", "n": 1})
+
+
+def chunk(doc_id: str, n: int, text: str = "some text") -> Chunk:
+    return Chunk(f"{doc_id}#{n:04d}", doc_id, n, text, 0, len(text), 2, f"{doc_id}.txt", f"ch{n}", {"team": "core"})
+
+
+class StoreContract:
+    """Behaviour every backend must show."""
+
+    store: GraphStore
+
+    def seed(self, store: GraphStore) -> None:
+        store.upsert_documents([doc("a"), doc("b")])
+        store.upsert_chunks([chunk("a", 0), chunk("a", 1), chunk("b", 0)])
+        store.upsert_entities([
+            Entity("e1", "billing-service", "service", "handles invoices", ("a#0000", "b#0000")),
+            Entity("e2", "HTTP 504", "error_code", "gateway timeout", ("a#0000",)),
+            Entity("e3", "max_connections", "config_key", "pool size", ("a#0001",)),
+            Entity("e4", "Redis", "database", "cache", ("b#0000",)),
+        ])
+        store.upsert_relations([
+            Relation("r12", "e1", "e2", "billing-service returns HTTP 504", ("a#0000",)),
+            Relation("r13", "e1", "e3", "billing-service sets max_connections", ("a#0001",)),
+            Relation("r14", "e1", "e4", "billing-service caches in Redis", ("b#0000",)),
+        ])
+
+    def test_empty_graph(self, store: GraphStore) -> None:
+        snap = store.read_graph()
+        assert snap.entities == () and snap.relations == ()
+        assert store.document_hashes() == {}
+        assert store.communities() == [] and store.reports() == []
+        assert store.all_chunks() == []
+        assert store.counts()["entities"] == 0
+
+    def test_upserts_are_idempotent_and_keep_provenance(self, store: GraphStore) -> None:
+        self.seed(store)
+        first = store.read_graph()
+        self.seed(store)
+        second = store.read_graph()
+        assert first == second
+        ents = {e.id: e for e in second.entities}
+        assert ents["e1"].chunk_ids == ("a#0000", "b#0000")
+        assert ents["e2"].description == "gateway timeout"
+        rels = {r.id: r for r in second.relations}
+        assert rels["r12"].chunk_ids == ("a#0000",) and rels["r12"].weight == 1.0
+        assert store.counts() == {"documents": 2, "chunks": 3, "entities": 4, "relations": 3, "communities": 0, "reports": 0}
+
+    def test_provenance_unions_across_upserts(self, store: GraphStore) -> None:
+        self.seed(store)
+        store.upsert_entities([Entity("e2", "HTTP 504", "error_code", "seen again", ("b#0000",))])
+        store.upsert_relations([Relation("r12", "e1", "e2", "again", ("b#0000",))])
+        snap = store.read_graph()
+        e2 = next(e for e in snap.entities if e.id == "e2")
+        assert e2.chunk_ids == ("a#0000", "b#0000")
+        assert "gateway timeout" in e2.description and "seen again" in e2.description
+        r12 = next(r for r in snap.relations if r.id == "r12")
+        assert r12.chunk_ids == ("a#0000", "b#0000") and r12.weight == 2.0
+
+    def test_delete_document_cascades(self, store: GraphStore) -> None:
+        self.seed(store)
+        store.replace_communities([Community("c0", 0, None, ("e1", "e2", "e3", "e4")),
+                                   Community("c1", 1, "c0", ("e1", "e4"))])
+        store.save_reports([Report("c0", 0, "t", "s", (Finding("f", ("a#0000",)),), 5.0, "fp", "offline", "x", "now"),
+                            Report("c1", 1, "t1", "s1", (), 1.0, "fp1", "offline", "x", "now")])
+        result = store.delete_document("b")
+        assert result.chunks == 1
+        assert result.entities_removed == 1  # Redis had no other source
+        assert result.relations_removed == 1  # r14
+        assert result.communities_marked == 2
+        snap = store.read_graph()
+        assert {e.id for e in snap.entities} == {"e1", "e2", "e3"}
+        assert {r.id for r in snap.relations} == {"r12", "r13"}
+        assert next(e for e in snap.entities if e.id == "e1").chunk_ids == ("a#0000",)
+        assert set(store.document_hashes()) == {"a"}
+        assert [c.id for c in store.all_chunks()] == ["a#0000", "a#0001"]
+        assert all(r.stale for r in store.reports())
+
+    def test_delete_unknown_document_is_a_no_op(self, store: GraphStore) -> None:
+        self.seed(store)
+        before = store.read_graph()
+        result = store.delete_document("nope")
+        assert result.chunks == 0 and store.read_graph() == before
+
+    def test_text_is_stored_verbatim(self, store: GraphStore) -> None:
+        store.upsert_documents([doc("d/üñí 'q' `b` {x}")])
+        store.upsert_chunks([chunk("d/üñí 'q' `b` {x}", 0, text=" | ".join(NASTY))])
+        ents = [Entity(f"n{i}", name, "name", name + " desc", ("d/üñí 'q' `b` {x}#0000",)) for i, name in enumerate(NASTY)]
+        store.upsert_entities(ents)
+        snap = store.read_graph()
+        assert sorted(e.name for e in snap.entities) == sorted(NASTY)
+        assert {e.description for e in snap.entities} == {n + " desc" for n in NASTY}
+        assert store.get_chunks(["d/üñí 'q' `b` {x}#0000"])[0].text == " | ".join(NASTY)
+
+    def test_large_batches(self, store: GraphStore) -> None:
+        n = 3000
+        store.upsert_documents([doc("big")])
+        store.upsert_chunks([chunk("big", i) for i in range(10)])
+        store.upsert_entities([Entity(f"e{i:05d}", f"name {i}", "name", "", (f"big#{i % 10:04d}",)) for i in range(n)])
+        store.upsert_relations([Relation(f"r{i:05d}", f"e{i:05d}", f"e{(i + 1) % n:05d}", "next", (f"big#{i % 10:04d}",))
+                                for i in range(n)])
+        snap = store.read_graph()
+        assert len(snap.entities) == n and len(snap.relations) == n
+
+    def test_communities_and_reports_round_trip(self, store: GraphStore) -> None:
+        self.seed(store)
+        comms = [Community("c0", 0, None, ("e1", "e2", "e3", "e4")), Community("c1", 1, "c0", ("e1", "e4"))]
+        store.replace_communities(comms)
+        assert store.communities() == comms
+        rep = Report("c1", 1, "Billing", "sum", (Finding("f {x} 'y'", ("b#0000",)),), 3.5, "fp", "offline", "extractive", "2026-01-01T00:00:00+00:00")
+        store.save_reports([rep])
+        assert store.reports() == [rep]
+        store.replace_communities([Community("c0", 0, None, ("e1", "e2"))])
+        assert [c.id for c in store.communities()] == ["c0"]
+        assert store.reports() == []  # the report of a community that is gone goes with it
+
+    def test_clear(self, store: GraphStore) -> None:
+        self.seed(store)
+        store.clear()
+        assert store.counts()["documents"] == 0 and store.read_graph().entities == ()

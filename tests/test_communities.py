@@ -1,0 +1,61 @@
+from communities.context import GraphIndex, fingerprint
+from communities.leiden import WeightedEdge, detect_communities, hierarchical_leiden, match_identities
+from communities.reports import ExtractiveReportWriter, write_reports
+from strata.records import Community, Entity, GraphSnapshot, Relation
+from strata.settings import CommunitySettings
+
+
+def planted(groups: int = 6, size: int = 15) -> GraphSnapshot:
+    ents, rels = [], []
+    for g in range(groups):
+        ids = [f"e{g:02d}_{i:02d}" for i in range(size)]
+        ents += [Entity(i, f"name {i}", "name", f"desc {i}", (f"c{g}",)) for i in ids]
+        for a in range(size):
+            for b in range(a + 1, size):
+                if (a * 7 + b * 3) % 4 == 0 or b == a + 1:
+                    rels.append(Relation(f"r_{ids[a]}_{ids[b]}", ids[a], ids[b], f"{ids[a]} with {ids[b]}", (f"c{g}",)))
+        rels.append(Relation(f"r_bridge{g}", ids[0], f"e{(g + 1) % groups:02d}_00", "bridge", ("x",)))
+    return GraphSnapshot(tuple(ents), tuple(rels))
+
+
+def test_same_input_same_communities_and_hierarchy_bounds() -> None:
+    snap = planted()
+    s = CommunitySettings(max_cluster_size=10)
+    a = detect_communities(snap, s)
+    b = detect_communities(GraphSnapshot(tuple(reversed(snap.entities)), tuple(reversed(snap.relations))), s)
+    assert a == b
+    levels = {c.level for c in a}
+    assert 0 in levels and 1 in levels  # groups of 15 exceed 10 and are split
+    by_id = {c.id: c for c in a}
+    for c in a:
+        if c.parent_id:
+            assert set(c.entity_ids) <= set(by_id[c.parent_id].entity_ids)
+
+
+def test_leidenalg_engine_gives_the_planted_groups() -> None:
+    snap = planted()
+    comms = [c for c in detect_communities(snap, CommunitySettings(engine="leidenalg", max_cluster_size=50)) if c.level == 0]
+    assert len(comms) == 6
+
+
+def test_identity_survives_small_changes() -> None:
+    old = [Community("keep-me", 0, None, ("a", "b", "c", "d")), Community("other", 0, None, ("x", "y"))]
+    new = [Community("c0_new", 0, None, ("a", "b", "c", "e")), Community("c0_zz", 0, None, ("p", "q"))]
+    renamed = match_identities(new, old, 0.5)
+    assert [c.id for c in renamed] == ["keep-me", "c0_zz"]
+
+
+def test_reports_cite_member_chunks_and_are_kept_when_unchanged() -> None:
+    snap = planted(3, 8)
+    comms = hierarchical_leiden([e.id for e in snap.entities],
+                                [WeightedEdge(r.source_id, r.target_id, r.weight) for r in snap.relations], CommunitySettings())
+    writer = ExtractiveReportWriter(CommunitySettings())
+    reports, written = write_reports(comms, snap, writer)
+    assert written == len(comms) == len(reports)
+    index = GraphIndex(snap)
+    for c, r in zip(comms, reports):
+        ctx = index.context(c)
+        assert r.findings and r.fingerprint == fingerprint(ctx)
+        assert set(r.chunk_ids) <= set(ctx.chunk_ids) | {"x"}
+    again, written2 = write_reports(comms, snap, writer, existing=reports)
+    assert written2 == 0 and again == reports

@@ -1,0 +1,51 @@
+from extraction.offline import OfflineExtractor, find_entities
+from extraction.resolution import normalize_name, resolve
+from extraction.types import ChunkExtraction, EntityMention, RelationMention
+from strata.records import Chunk
+from strata.settings import ExtractionSettings
+
+
+def names(sentence: str) -> dict[str, str]:
+    return {f.name: f.type for f in find_entities(sentence)}
+
+
+def test_infrastructure_identifiers() -> None:
+    found = names("The billing-service returned HTTP 504 when max_connections on PostgreSQL 15.4.1 ran out; "
+                  "see ERR_CONN_RESET, db.pool.size and retry_with_backoff().")
+    assert found["billing-service"] == "service"
+    assert found["HTTP 504"] == "error_code"
+    assert found["max_connections"] == "config_key"
+    assert found["PostgreSQL"] == "database"
+    assert found["15.4.1"] == "version"
+    assert found["ERR_CONN_RESET"] == "error_code"
+    assert found["db.pool.size"] == "config_key"
+    assert "retry_with_backoff()" in found
+
+
+def test_names_in_prose_and_cjk() -> None:
+    assert {"Scrooge", "Ghost of Christmas Past", "Bob Cratchit"} <= set(names("When Scrooge saw the Ghost of Christmas Past, Bob Cratchit wept."))
+    assert "Mrs. Cratchit" in names("Mrs. Cratchit said nothing.")
+    assert "When" not in names("When it rained, nothing happened.")
+    assert {"张伟", "李娜", "北京", "阿里巴巴"} <= set(names("张伟和李娜在北京的阿里巴巴。"))
+
+
+def test_relations_by_sentence_cooccurrence() -> None:
+    chunk = Chunk("d#0000", "d", 0, "The billing-service depends on Redis. Nothing else here.", 0, 50, 9, "d", "h")
+    ex = OfflineExtractor(ExtractionSettings()).extract_chunk(chunk)
+    assert {e.name for e in ex.entities} == {"billing-service", "Redis"}
+    assert ex.relations[0].description == "billing-service depends on Redis"
+
+
+def test_resolution_merges_across_chunks_and_keeps_identifiers_apart() -> None:
+    assert normalize_name("The Cratchits's", "name") == normalize_name("the cratchit", "name")
+    assert normalize_name("max_connections", "config_key") != normalize_name("max_connection", "config_key")
+    exs = [
+        ChunkExtraction("c1", (EntityMention("Redis", "database", "a cache"), EntityMention("billing-service", "service", "x")),
+                        (RelationMention("billing-service", "Redis", "uses"),)),
+        ChunkExtraction("c2", (EntityMention("redis", "database", "evicts keys"), EntityMention("billing-service", "service", "x")),
+                        (RelationMention("Redis", "billing-service", "reads"),)),
+    ]
+    entities, relations = resolve(exs)
+    redis = next(e for e in entities if e.name.lower() == "redis")
+    assert redis.chunk_ids == ("c1", "c2") and "a cache" in redis.description and "evicts keys" in redis.description
+    assert len(relations) == 1 and relations[0].chunk_ids == ("c1", "c2")

@@ -1,0 +1,93 @@
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.filters import parse_filter
+from retrieval.fusion import weighted_rrf
+from retrieval.index import ChunkIndex
+from strata.records import Chunk
+from strata.settings import RetrievalSettings
+
+
+def test_weighted_rrf_is_the_stated_formula() -> None:
+    fused = dict(weighted_rrf([(0.7, ["a", "b", "c"]), (0.3, ["c", "a"])], k=60))
+    assert fused["a"] == pytest.approx(0.7 / 61 + 0.3 / 62)
+    assert fused["b"] == pytest.approx(0.7 / 62)
+    assert fused["c"] == pytest.approx(0.7 / 63 + 0.3 / 61)
+    assert [k for k, _ in weighted_rrf([(1.0, ["x", "y"]), (0.0, ["y"])])] == ["x", "y"]
+
+
+def chunks() -> list[Chunk]:
+    rows = [
+        ("a", "The billing-service timed out with HTTP 504 during the nightly batch.", {"team": "payments", "date": "2024-01-10"}),
+        ("b", "Raise max_connections on the PostgreSQL primary before the sale.", {"team": "core", "date": "2024-03-02"}),
+        ("c", "The billing-service writes invoices to PostgreSQL.", {"team": "core", "date": "2024-06-20"}),
+        ("d", "Redis evicts keys when maxmemory is reached.", {"team": "cache", "date": "2023-12-01"}),
+    ]
+    return [Chunk(f"{d}#0000", d, 0, t, 0, len(t), 10, f"{d}.md", d, m) for d, t, m in rows]
+
+
+@pytest.fixture
+def index() -> ChunkIndex:
+    idx = ChunkIndex(RetrievalSettings())
+    idx.add(chunks())
+    return idx
+
+
+def test_exact_identifier_ranks_first(index: ChunkIndex) -> None:
+    assert index.search("HTTP 504", 3)[0].chunk_id == "a#0000"
+    assert index.search("max_connections", 3)[0].chunk_id == "b#0000"
+
+
+def test_filter_applies_before_ranking(index: ChunkIndex) -> None:
+    hits = index.search("billing-service", 1, metadata_filter={"team": "core"})
+    assert [h.chunk_id for h in hits] == ["c#0000"]  # the best overall (a) is excluded before truncation
+    hits = index.search("PostgreSQL billing", 5, metadata_filter={"date": {"gte": "2024-02-01", "lt": "2024-12-31"}})
+    assert {h.chunk_id for h in hits} <= {"b#0000", "c#0000"} and hits
+    assert index.search("Redis", 5, metadata_filter={"team": ["payments", "core"]}) == [] or all(
+        h.chunk_id != "d#0000" for h in index.search("Redis", 5, metadata_filter={"team": ["payments", "core"]}))
+
+
+def test_bad_filter_names_the_problem() -> None:
+    with pytest.raises(ValueError, match="metadata_filter.date: unknown operator 'after'"):
+        parse_filter({"date": {"after": "2024"}})
+
+
+def test_save_load_round_trip_and_removal(index: ChunkIndex, tmp_path: Path) -> None:
+    before = index.search("billing-service PostgreSQL", 4)
+    index.save(tmp_path / "idx")
+    loaded = ChunkIndex.load(tmp_path / "idx", RetrievalSettings())
+    assert loaded.search("billing-service PostgreSQL", 4) == before
+    loaded.remove_documents(["c"])
+    assert all(h.document_id != "c" for h in loaded.search("billing-service PostgreSQL", 4))
+    loaded.save(tmp_path / "idx")
+    again = ChunkIndex.load(tmp_path / "idx", RetrievalSettings())
+    assert len(again) == 3 and "c#0000" not in again.by_id
+
+
+def test_both_engines_run_concurrently(index: ChunkIndex) -> None:
+    class Slow:
+        def __init__(self, inner, name):  # type: ignore[no-untyped-def]
+            self.inner, self.name = inner, name
+
+        def rank(self, text, k, mask):  # type: ignore[no-untyped-def]
+            time.sleep(0.4)
+            return self.inner.rank(text, k, mask)
+
+    index.sparse = Slow(index.sparse, "bm25")
+    index.dense = Slow(index.dense, "dense")
+    start = time.perf_counter()
+    hits = index.search("billing-service", 2)
+    elapsed = time.perf_counter() - start
+    assert hits and elapsed < 0.75  # sequential would take at least 0.8 s
+
+
+def test_hashing_embedder_is_stable_and_normalized() -> None:
+    from retrieval.embed import HashingEmbedder
+
+    e = HashingEmbedder(256)
+    v = e.embed(["billing-service timeout", "billing-service timeout", "unrelated words"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(v[0], v[1]) and float(v[0] @ v[2]) < 0.5
