@@ -95,12 +95,17 @@ def _classify_kebab(token: str) -> str | None:
     return None
 
 
+def _bare(word: str) -> str:
+    """A word lower-cased without quotes or a possessive ending ("What’s" -> "what")."""
+    return re.sub(r"(?:'s|’s|'|’)$", "", word.lower()).strip("’'")
+
+
 def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
     """Trim a capitalized run to a name; returns the name and its offset shift, or None when it is no name."""
     words = raw.split()
     shift = 0
     # Drop leading determiners and common words ("The Ghost" -> "Ghost", "When Scrooge" -> "Scrooge").
-    while words and words[0] not in _TITLES and words[0].lower().strip("’'") in _WORD_STOP:
+    while words and words[0] not in _TITLES and _bare(words[0]) in _WORD_STOP:
         shift = raw.find(words[1], shift + len(words[0])) if len(words) > 1 else len(raw)
         words = words[1:]
     while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() == "the"):
@@ -113,7 +118,7 @@ def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
         return None
     if len(words) == 1:
         word = words[0]
-        if word.lower().strip("’'") in _WORD_STOP:
+        if _bare(word) in _WORD_STOP:
             return None
         if _is_sentence_start(sentence, start + shift):
             # A capitalized word opening a sentence is a name only if it does not look like a common word.
