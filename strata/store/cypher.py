@@ -48,9 +48,10 @@ UPSERT_RELATIONS = f"""
 UNWIND $rows AS row
 MATCH (a:Entity {{id: row.source_id}})
 MATCH (b:Entity {{id: row.target_id}})
+OPTIONAL MATCH (c:Chunk) WHERE c.id IN row.chunk_ids
+WITH row, a, b, collect(c.id) AS valid
 MERGE (a)-[r:RELATED {{id: row.id}}]->(b)
 SET r.description = {_MERGE_DESCRIPTION.format(v='r')}
-WITH r, [cid IN row.chunk_ids WHERE EXISTS {{ MATCH (:Chunk {{id: cid}}) }}] AS valid
 SET r.chunk_ids = coalesce(r.chunk_ids, []) + [x IN valid WHERE NOT x IN coalesce(r.chunk_ids, [])]
 SET r.weight = toFloat(size(r.chunk_ids))
 """

@@ -102,31 +102,32 @@ class SQLiteGraphStore:
                   dumps(c.metadata)) for c in chunks],
             )
 
+    @staticmethod
+    def _upsert_described(db: sqlite3.Connection, table: str, link_table: str, link_column: str, row_id: str,
+                          description: str, insert_sql: str, insert_args: tuple, chunk_ids: Sequence[str]) -> None:
+        """Insert a row, or merge its description into the stored one; then link it to its existing chunks."""
+        row = db.execute(f"SELECT description FROM {table} WHERE id = ?", (row_id,)).fetchone()
+        if row is None:
+            db.execute(insert_sql, insert_args)
+        else:
+            db.execute(f"UPDATE {table} SET description = ? WHERE id = ?", (_merge_text(row["description"], description), row_id))
+        db.executemany(f"INSERT OR IGNORE INTO {link_table}({link_column}, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
+                       [(row_id, cid) for cid in chunk_ids])
+
     def upsert_entities(self, entities: Sequence[Entity]) -> None:
         with self._tx() as db:
             for e in entities:
-                row = db.execute("SELECT description FROM entities WHERE id = ?", (e.id,)).fetchone()
-                if row is None:
-                    db.execute("INSERT INTO entities(id, name, type, description) VALUES (?,?,?,?)",
-                               (e.id, e.name, e.type, e.description))
-                else:
-                    db.execute("UPDATE entities SET name = ?, type = ?, description = ? WHERE id = ?",
-                               (e.name, e.type, _merge_text(row["description"], e.description), e.id))
-                db.executemany("INSERT OR IGNORE INTO mentions(entity_id, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
-                               [(e.id, cid) for cid in e.chunk_ids])
+                self._upsert_described(db, "entities", "mentions", "entity_id", e.id, e.description,
+                                       "INSERT INTO entities(id, name, type, description) VALUES (?,?,?,?)",
+                                       (e.id, e.name, e.type, e.description), e.chunk_ids)
+                db.execute("UPDATE entities SET name = ?, type = ? WHERE id = ?", (e.name, e.type, e.id))
 
     def upsert_relations(self, relations: Sequence[Relation]) -> None:
         with self._tx() as db:
             for r in relations:
-                row = db.execute("SELECT description FROM relations WHERE id = ?", (r.id,)).fetchone()
-                if row is None:
-                    db.execute("INSERT INTO relations(id, source_id, target_id, description) VALUES (?,?,?,?)",
-                               (r.id, r.source_id, r.target_id, r.description))
-                else:
-                    db.execute("UPDATE relations SET description = ? WHERE id = ?",
-                               (_merge_text(row["description"], r.description), r.id))
-                db.executemany("INSERT OR IGNORE INTO relation_chunks(relation_id, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
-                               [(r.id, cid) for cid in r.chunk_ids])
+                self._upsert_described(db, "relations", "relation_chunks", "relation_id", r.id, r.description,
+                                       "INSERT INTO relations(id, source_id, target_id, description) VALUES (?,?,?,?)",
+                                       (r.id, r.source_id, r.target_id, r.description), r.chunk_ids)
 
     def delete_document(self, document_id: str) -> DeletionResult:
         with self._tx() as db:
