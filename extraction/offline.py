@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from extraction.types import ChunkExtraction, EntityMention, RelationMention
+from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from strata.records import Chunk
 from strata.settings import ExtractionSettings
 
@@ -240,5 +240,5 @@ class OfflineExtractor:
                     relations.append(RelationMention(a.name, b.name, _between(sentence, a, b, self.settings.relation_max_words)))
         return ChunkExtraction(chunk.id, tuple(entities.values()), tuple(relations))
 
-    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkExtraction]:
-        return [self.extract_chunk(c) for c in chunks]
+    def extract(self, chunks: Sequence[Chunk]) -> ExtractionResult:
+        return ExtractionResult(tuple(self.extract_chunk(c) for c in chunks))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
+from extraction.ledger import ChunkFailure
 from strata.records import Chunk
 
 
@@ -31,9 +32,17 @@ class ChunkExtraction:
     relations: tuple[RelationMention, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractionResult:
+    """Extractions of the chunks that succeeded, and the chunks that failed with their reasons."""
+
+    extractions: tuple[ChunkExtraction, ...]
+    failures: tuple[ChunkFailure, ...] = ()
+
+
 class Extractor(Protocol):
     """Turns chunks into per-chunk extractions. Offline and LLM extractors implement it."""
 
     mode: str
 
-    def extract(self, chunks: Sequence[Chunk]) -> list[ChunkExtraction]: ...
+    def extract(self, chunks: Sequence[Chunk]) -> ExtractionResult: ...

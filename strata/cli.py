@@ -41,7 +41,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
 def cmd_index(args: argparse.Namespace) -> int:
     from extraction.loader import EmptyCorpusError
-    from strata.pipeline import LLMModeUnavailableError, index_folder
+    from strata.pipeline import index_folder
     from strata.store import StoreError
 
     settings = _settings(args)
@@ -62,7 +62,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
-        except (EmptyCorpusError, LLMModeUnavailableError) as exc:
+        except EmptyCorpusError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
         except StoreError as exc:
@@ -77,13 +77,51 @@ def cmd_index(args: argparse.Namespace) -> int:
         for key in ("documents", "new", "changed", "deleted", "unchanged", "chunks_extracted", "chunks_total",
                     "entities", "relations", "communities", "levels", "reports_written", "reports_kept"):
             table.add_row(key, str(getattr(run, key)))
+        table.add_row("failed_chunks", str(run.failed_chunks))
         table.add_row("seconds", f"{run.seconds:.2f}")
         out.print(table)
+        if run.llm_usage:
+            usage = Table(title="LLM usage (predicted beside actual)")
+            for col in ("stage", "calls", "cache hits", "retries", "input tokens", "output tokens"):
+                usage.add_column(col, justify="right" if col != "stage" else "left")
+            for stage, u in run.llm_usage.items():
+                usage.add_row(stage, str(u["calls"]), str(u["cache_hits"]), str(u["retries"]), str(u["input_tokens"]),
+                              str(u["output_tokens"]))
+            total = {k: sum(u[k] for u in run.llm_usage.values()) for k in ("calls", "input_tokens", "output_tokens")}
+            usage.add_row("actual", str(total["calls"]), "", "", str(total["input_tokens"]), str(total["output_tokens"]))
+            if run.predicted:
+                usage.add_row("predicted", str(run.predicted["calls"]), "", "", str(run.predicted["input_tokens"]),
+                              str(run.predicted["output_tokens"]))
+            out.print(usage)
+    for f in run.failures:
+        err.print(f"[yellow]extraction failed[/yellow] {f['chunk_id']} (attempt {f['attempts']}): {f['reason']}; "
+                  "it will be retried on the next run")
     for p in run.problems:
         err.print(f"[yellow]skipped[/yellow] {p['path']}: {p['reason']}")
-    if run.problems:
-        err.print(f"[yellow]{len(run.problems)} file(s) could not be indexed; the rest were.[/yellow]")
+    if run.problems or run.failed_chunks:
+        if run.problems:
+            err.print(f"[yellow]{len(run.problems)} file(s) could not be indexed; the rest were.[/yellow]")
         return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from extraction.estimate import estimate_documents
+    from extraction.loader import EmptyCorpusError, load_folder
+
+    settings = _settings(args)
+    try:
+        loaded = load_folder(args.folder)
+    except (FileNotFoundError, EmptyCorpusError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return EXIT_BAD_INPUT
+    est = estimate_documents(loaded.documents, settings)
+    if args.json:
+        print(json.dumps(est.to_dict(), indent=2))
+    else:
+        out.print(f"{est.documents} documents, {est.chunks} chunks with model {settings.llm.model}: about {est.calls} calls, "
+                  f"{est.input_tokens:,} input and {est.output_tokens:,} output tokens, ${est.cost_usd:.4f} "
+                  f"(prices from llm.price_input_per_1k / llm.price_output_per_1k)")
     return EXIT_OK
 
 
@@ -198,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the run summary as JSON")
     s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
     s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("estimate", help="predict LLM calls, tokens and cost of indexing a folder, spending nothing")
+    s.add_argument("folder")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_estimate)
 
     s = sub.add_parser("ask", help="answer a question with citations (the router picks local or global)")
     s.add_argument("question")

@@ -11,11 +11,12 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from communities.leiden import detect_communities
 from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
 from extraction.chunking import chunk_document
+from extraction.ledger import FailureLedger
 from extraction.loader import LoadResult, load_folder
 from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
@@ -27,6 +28,9 @@ from retrieval.router import EntityLexicon, KnownEntity, Route, forced, route_qu
 from strata.records import Chunk, Document, GraphSnapshot, LoadProblem
 from strata.settings import StrataSettings
 from strata.store import GraphStore, open_store
+
+if TYPE_CHECKING:
+    from extraction.llm_client import LLMClient
 
 # A progress callback: (stage name, units done now, total units or None).
 Progress = Callable[[str, int, int | None], None]
@@ -77,6 +81,11 @@ class IndexRun:
     reports_written: int = 0
     reports_kept: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
+    failed_chunks: int = 0
+    failures: list[dict[str, object]] = field(default_factory=list)
+    llm_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    predicted: dict[str, float | int] = field(default_factory=dict)
+    report_fallbacks: int = 0
     seconds: float = 0.0
     started_at: str = ""
 
@@ -84,25 +93,29 @@ class IndexRun:
         return asdict(self)
 
 
-class LLMModeUnavailableError(ValueError):
-    """An LLM endpoint is configured, but this version extracts and summarizes offline only."""
+def open_llm(settings: StrataSettings) -> "LLMClient | None":
+    """The LLM client for LLM mode (with its response cache in the workspace), or None offline."""
+    if settings.llm_mode != "llm":
+        return None
+    from extraction.llm_client import LLMClient
+
+    return LLMClient.from_settings(settings.llm, Path(settings.data_dir) / "llm_cache.sqlite")
 
 
-def _offline_only(settings: StrataSettings) -> None:
-    if settings.llm_mode == "llm":
-        raise LLMModeUnavailableError(
-            "an LLM endpoint is configured (llm.base_url / llm.api_key), but this version of Strata runs the "
-            "offline extractor and extractive summarizer only; set STRATA_EXTRACTION__MODE=offline or unset the "
-            "STRATA_LLM__ variables")
+def make_extractor(settings: StrataSettings, client: "LLMClient | None") -> Extractor:
+    if client is not None:
+        from extraction.llm_extractor import LLMExtractor
 
-
-def make_extractor(settings: StrataSettings) -> Extractor:
-    _offline_only(settings)
+        return LLMExtractor(client, settings.extraction, settings.llm.prompts_dir)
     return OfflineExtractor(settings.extraction)
 
 
-def make_report_writer(settings: StrataSettings) -> ReportWriter:
-    _offline_only(settings)
+def make_report_writer(settings: StrataSettings, client: "LLMClient | None", store: GraphStore) -> ReportWriter:
+    if client is not None:
+        from communities.llm_reports import LLMReportWriter
+
+        chunks = {c.id: c for c in store.all_chunks()}
+        return LLMReportWriter(client, settings.communities, chunks, settings.llm.prompts_dir)
     return ExtractiveReportWriter(settings.communities)
 
 
@@ -131,23 +144,58 @@ def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool) -> C
 
 
 def write_documents(store: GraphStore, docs: Sequence[Document], extractor: Extractor, settings: StrataSettings,
-                    progress: Progress) -> list[Chunk]:
-    """Chunk, extract and store documents. A document's hash is written last, so a crash mid-way leaves it
-    marked as changed and the next run redoes it."""
+                    progress: Progress, ledger: FailureLedger, client: "LLMClient | None" = None,
+                    batch_chunks: int = 256) -> tuple[list[Chunk], int]:
+    """Chunk, extract and store documents; returns the chunks and how many failed extraction.
+
+    Chunks of several documents are extracted together (concurrently in LLM mode). A document's hash is written
+    last, and left empty when any of its chunks failed, so a crash mid-way or a failed chunk leaves it marked as
+    changed and the next run redoes it (calls that succeeded come from the response cache).
+    """
     all_chunks: list[Chunk] = []
+    failed = 0
+    batch: list[tuple[Document, list[Chunk]]] = []
+
+    def flush() -> None:
+        nonlocal failed
+        if not batch:
+            return
+        for doc, chunks in batch:
+            store.upsert_documents([Document(doc.id, doc.source, doc.text, "", doc.metadata)])
+            store.upsert_chunks(chunks)
+        result = extractor.extract([c for _, chunks in batch for c in chunks])
+        by_chunk = {x.chunk_id: x for x in result.extractions}
+        failures_by_chunk = {f.chunk_id: f for f in result.failures}
+        for doc, chunks in batch:
+            entities, relations = resolve([by_chunk[c.id] for c in chunks if c.id in by_chunk],
+                                          settings.extraction.description_max_chars)
+            if client is not None:
+                from extraction.descriptions import merge_entity_descriptions
+
+                entities = merge_entity_descriptions(entities, client, settings)
+            store.upsert_entities(entities)
+            store.upsert_relations(relations)
+            doc_failures = [failures_by_chunk[c.id] for c in chunks if c.id in failures_by_chunk]
+            if doc_failures:
+                ledger.record(doc.id, "extract", doc_failures)
+                failed += len(doc_failures)
+            else:
+                ledger.clear_document(doc.id)
+                store.upsert_documents([doc])
+            all_chunks.extend(chunks)
+            progress("extract", len(chunks), None)
+        batch.clear()
+
+    pending = 0
     for doc in docs:
         chunks = chunk_document(doc, settings.chunking)
-        pending = Document(doc.id, doc.source, doc.text, "", doc.metadata)
-        store.upsert_documents([pending])
-        store.upsert_chunks(chunks)
-        extractions = extractor.extract(chunks)
-        entities, relations = resolve(extractions, settings.extraction.description_max_chars)
-        store.upsert_entities(entities)
-        store.upsert_relations(relations)
-        store.upsert_documents([doc])
-        all_chunks += chunks
-        progress("extract", len(chunks), None)
-    return all_chunks
+        batch.append((doc, chunks))
+        pending += len(chunks)
+        if pending >= batch_chunks:
+            flush()
+            pending = 0
+    flush()
+    return all_chunks, failed
 
 
 def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
@@ -181,8 +229,10 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
     loaded = load_folder(folder)
     own_store = store is None
     store = store or open_store(settings)
+    client = open_llm(settings)
+    ledger = FailureLedger(ws.root / "ledger.sqlite")
     try:
-        extractor = make_extractor(settings)
+        extractor = make_extractor(settings, client)
         run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend,
                        embedder=settings.retrieval.embedder, documents=len(loaded.documents),
                        problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
@@ -197,8 +247,13 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
         if gone and not rebuilt:
             index.remove_documents(gone)
         todo = list(changes.new) + list(changes.changed)
-        progress("extract", 0, sum(max(1, len(d.text) // 1200) for d in todo) or None)
-        chunks = write_documents(store, todo, extractor, settings, progress)
+        if client is not None:
+            from extraction.estimate import estimate_documents
+
+            run.predicted = estimate_documents(todo, settings).to_dict()
+        progress("extract", 0, sum(len(chunk_document(d, settings.chunking)) for d in todo) or None)
+        chunks, run.failed_chunks = write_documents(store, todo, extractor, settings, progress, ledger, client)
+        run.failures = ledger.entries()
         run.chunks_extracted = len(chunks)
         if chunks:
             progress("index", 0, len(chunks))
@@ -210,12 +265,15 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
         store.replace_communities(communities)
         run.communities = len(communities)
         run.levels = len({c.level for c in communities})
-        writer = make_report_writer(settings)
+        writer = make_report_writer(settings, client, store)
         progress("reports", 0, len(communities))
         reports, written = write_reports(communities, snapshot, writer, store.reports(),
                                          on_progress=lambda n: progress("reports", n, len(communities)))
         store.save_reports(reports)
         run.reports_written, run.reports_kept = written, len(reports) - written
+        run.report_fallbacks = getattr(writer, "fallbacks", 0)
+        if client is not None:
+            run.llm_usage = client.usage.to_dict()
         index.save(ws.index_dir)
         run.chunks_total = len(index)
         lexicon_from(snapshot, len(index)).save(ws.lexicon_path)
@@ -225,6 +283,9 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
             fh.write(json.dumps(run.to_dict()) + "\n")
         return run
     finally:
+        ledger.close()
+        if client is not None:
+            client.close()
         if own_store:
             store.close()
 

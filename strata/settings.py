@@ -58,8 +58,11 @@ class LLMSettings(BaseModel):
     tokens_per_minute: int | None = Field(None, ge=1)
     max_retries: int = Field(5, ge=0, le=20)
     json_mode: bool = True
-    price_input_per_1k: float = Field(0.00015, ge=0)
-    price_output_per_1k: float = Field(0.0006, ge=0)
+    price_input_per_1k: float = Field(0.00015, ge=0, description="USD per 1,000 input tokens, for estimates")
+    price_output_per_1k: float = Field(0.0006, ge=0, description="USD per 1,000 output tokens, for estimates")
+    output_ratio: float = Field(0.6, gt=0, description="expected extraction output tokens per input chunk token")
+    prompts_dir: Path | None = Field(None, description="folder whose <name>.txt files override packaged prompts")
+    merge_descriptions_over: int = Field(3, ge=2, description="LLM-merge an entity's descriptions when it has this many")
 
     @property
     def configured(self) -> bool:

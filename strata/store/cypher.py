@@ -51,9 +51,9 @@ MATCH (b:Entity {{id: row.target_id}})
 OPTIONAL MATCH (c:Chunk) WHERE c.id IN row.chunk_ids
 WITH row, a, b, collect(c.id) AS valid
 MERGE (a)-[r:RELATED {{id: row.id}}]->(b)
-SET r.description = {_MERGE_DESCRIPTION.format(v='r')}
-SET r.chunk_ids = coalesce(r.chunk_ids, []) + [x IN valid WHERE NOT x IN coalesce(r.chunk_ids, [])]
-SET r.weight = toFloat(size(r.chunk_ids))
+WITH r, row, valid, coalesce(r.chunk_ids, []) AS old
+WITH r, row, old + [x IN valid WHERE NOT x IN old] AS merged
+SET r.description = {_MERGE_DESCRIPTION.format(v='r')}, r.chunk_ids = merged, r.weight = toFloat(size(merged))
 """
 
 DOCUMENT_CHUNK_IDS = "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN collect(c.id) AS ids"

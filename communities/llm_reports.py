@@ -1,0 +1,114 @@
+"""Community reports written by an LLM from the community's entities, relations and source passages.
+
+A parent community whose raw context would exceed the token budget is described through its children's reports
+instead of its raw members. A report whose answer cannot be used after one repair round falls back to the
+extractive report (recorded as mode ``offline``), so no community is left without a report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Sequence
+
+from pydantic import BaseModel, Field, ValidationError
+
+from communities.context import CommunityContext, fingerprint
+from communities.reports import ExtractiveReportWriter, now_iso
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
+from prompts import load_prompt
+from strata.records import Chunk, Finding, Report
+from strata.settings import CommunitySettings
+
+
+class _Finding(BaseModel):
+    summary: str
+    explanation: str = ""
+    chunk_ids: list[str] = Field(default_factory=list)
+
+
+class _Report(BaseModel):
+    title: str = Field(..., min_length=1)
+    summary: str
+    rating: float = 5.0
+    findings: list[_Finding] = Field(default_factory=list)
+
+
+def parse_report(text: str) -> _Report:
+    raw = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip(), flags=re.MULTILINE)
+    start, end = raw.find("{"), raw.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the answer holds no JSON object")
+    try:
+        return _Report.model_validate(json.loads(raw[start:end + 1]))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg}") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"JSON does not match the report schema: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+
+
+class LLMReportWriter:
+    mode = "llm"
+
+    def __init__(self, client: LLMClient, settings: CommunitySettings, chunks: dict[str, Chunk], prompts_dir=None) -> None:  # type: ignore[no-untyped-def]
+        self.client = client
+        self.settings = settings
+        self.chunks = chunks
+        self.model = client.settings.model
+        self.prompt = load_prompt("community_report", prompts_dir)
+        self.repair = load_prompt("repair_json", prompts_dir)
+        self.fallback = ExtractiveReportWriter(settings)
+        self.fallbacks = 0
+
+    def context(self, ctx: CommunityContext, children: Sequence[Report]) -> tuple[str, list[str]]:
+        budget = self.settings.report_context_tokens
+        deg = ctx.degree()
+        ents = sorted(ctx.entities, key=lambda e: (-deg[e.id], e.name))
+        lines = ["Entities (name | type | description):"]
+        lines += [f"{e.name} | {e.type} | {e.description[:300]}" for e in ents]
+        lines.append("Relationships (source | target | description):")
+        names = {e.id: e.name for e in ctx.entities}
+        lines += [f"{names[r.source_id]} | {names[r.target_id]} | {r.description[:200]}"
+                  for r in sorted(ctx.relations, key=lambda r: (-r.weight, r.id))]
+        text = "\n".join(lines)
+        if children and estimate_tokens(text) > budget // 2:
+            # Too large to show raw: describe the community through its sub-communities' reports.
+            lines = ["Sub-community reports:"]
+            lines += [f"- {c.title}: {c.summary} " + " ".join(f.text for f in c.findings[:3]) for c in children]
+            lines.append("Most central entities: " + ", ".join(e.name for e in ents[:15]))
+            text = "\n".join(lines)
+        cited: list[str] = []
+        passages = ["Source passages:"]
+        used = estimate_tokens(text)
+        for cid in ctx.chunk_ids:
+            chunk = self.chunks.get(cid)
+            if chunk is None:
+                continue
+            cost = estimate_tokens(chunk.text) + 8
+            if used + cost > budget:
+                break
+            passages.append(f"[{cid}] {chunk.text}")
+            cited.append(cid)
+            used += cost
+        return text + "\n\n" + "\n\n".join(passages), cited
+
+    def write(self, ctx: CommunityContext, children: Sequence[Report] = ()) -> Report:
+        context, cited = self.context(ctx, children)
+        allowed = set(ctx.chunk_ids)
+        messages = [{"role": "user", "content": self.prompt.render(context=context, chunk_ids=", ".join(cited) or "(none)")}]
+        try:
+            try:
+                parsed = self.client.complete("report", messages, json_mode=True, parse=parse_report)
+            except ParseFailure as f:
+                messages += [{"role": "assistant", "content": f.text}, {"role": "user", "content": self.repair.render(error=f.error)}]
+                parsed = self.client.complete("report", messages, json_mode=True, parse=parse_report)
+        except (ParseFailure, LLMError):
+            self.fallbacks += 1
+            return self.fallback.write(ctx, children)
+        findings = tuple(
+            Finding((f.summary + (" " + f.explanation if f.explanation else "")).strip(),
+                    tuple(c for c in f.chunk_ids if c in allowed) or tuple(cited[:3]))
+            for f in parsed.findings[: self.settings.report_max_findings])
+        return Report(ctx.community.id, ctx.community.level, parsed.title.strip(), parsed.summary.strip(), findings,
+                      max(0.0, min(10.0, float(parsed.rating))), fingerprint(ctx), self.mode, self.model, now_iso())

@@ -1,0 +1,30 @@
+"""Description merging in LLM mode: an entity seen with several descriptions gets one merged description."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from extraction.llm_client import LLMClient, LLMError
+from prompts import load_prompt
+from strata.records import Entity
+from strata.settings import StrataSettings
+
+
+def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, settings: StrataSettings) -> list[Entity]:
+    """Entities whose description holds ``llm.merge_descriptions_over`` or more distinct parts get an LLM-merged
+    one; on failure the concatenated description is kept (nothing is lost)."""
+    prompt = load_prompt("merge_descriptions", settings.llm.prompts_dir)
+    out = []
+    for e in entities:
+        parts = [p for p in e.description.split("\n") if p.strip()]
+        if len(parts) < settings.llm.merge_descriptions_over:
+            out.append(e)
+            continue
+        try:
+            text = client.complete("merge", [{"role": "user", "content": prompt.render(
+                name=e.name, descriptions="\n".join(f"- {p}" for p in parts))}]).strip()
+        except LLMError:
+            text = ""
+        out.append(replace(e, description=text[: settings.extraction.description_max_chars]) if text else e)
+    return out

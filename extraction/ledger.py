@@ -1,0 +1,44 @@
+"""The failure ledger: chunks whose extraction failed, with the reason, kept until a later run succeeds.
+
+A document with a failed chunk is stored with an empty content hash, so the next run treats it as changed and
+extracts it again (calls that succeeded before come from the response cache, so nothing is paid twice).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkFailure:
+    chunk_id: str
+    reason: str
+
+
+class FailureLedger:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("CREATE TABLE IF NOT EXISTS failures (chunk_id TEXT PRIMARY KEY, document_id TEXT NOT NULL, "
+                         "stage TEXT NOT NULL, reason TEXT NOT NULL, attempts INTEGER NOT NULL, last_at REAL NOT NULL)")
+
+    def record(self, document_id: str, stage: str, failures: Sequence[ChunkFailure]) -> None:
+        for f in failures:
+            self._db.execute(
+                "INSERT INTO failures VALUES (?,?,?,?,1,?) ON CONFLICT(chunk_id) DO UPDATE SET reason = excluded.reason, "
+                "stage = excluded.stage, attempts = attempts + 1, last_at = excluded.last_at",
+                (f.chunk_id, document_id, stage, f.reason[:2000], time.time()))
+
+    def clear_document(self, document_id: str) -> None:
+        self._db.execute("DELETE FROM failures WHERE document_id = ?", (document_id,))
+
+    def entries(self) -> list[dict[str, object]]:
+        rows = self._db.execute("SELECT chunk_id, document_id, stage, reason, attempts FROM failures ORDER BY chunk_id")
+        return [dict(zip(("chunk_id", "document_id", "stage", "reason", "attempts"), r)) for r in rows]
+
+    def close(self) -> None:
+        self._db.close()
