@@ -10,6 +10,7 @@ is built, because Leiden's result depends on their order even with a fixed seed.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -57,17 +58,19 @@ def partition(g: ig.Graph, settings: CommunitySettings) -> list[int]:
 
         if settings.objective == "cpm":
             part = leidenalg.find_partition(g, leidenalg.CPMVertexPartition, weights=weights,
-                                            resolution_parameter=settings.resolution, seed=settings.seed)
+                                            resolution_parameter=settings.resolution, seed=settings.seed,
+                                            n_iterations=settings.iterations)
         else:
             part = leidenalg.find_partition(g, leidenalg.RBConfigurationVertexPartition, weights=weights,
-                                            resolution_parameter=settings.resolution, seed=settings.seed)
+                                            resolution_parameter=settings.resolution, seed=settings.seed,
+                                            n_iterations=settings.iterations)
         return list(part.membership)
     # igraph draws from Python's random module; seeding it makes the partition repeatable.
     state = random.getstate()
     random.seed(settings.seed)
     try:
         result = g.community_leiden(objective_function="modularity" if settings.objective == "modularity" else "CPM",
-                                    weights=weights, resolution=settings.resolution, n_iterations=-1)
+                                    weights=weights, resolution=settings.resolution, n_iterations=settings.iterations)
     finally:
         random.setstate(state)
     return list(result.membership)
@@ -77,16 +80,22 @@ def community_id(level: int, members: Sequence[str]) -> str:
     return f"c{level}_" + stable_hash(*sorted(members), size=6)
 
 
-def hierarchical_leiden(nodes: Sequence[str], edges: Sequence[WeightedEdge], settings: CommunitySettings) -> list[Community]:
-    """All levels of communities with at least two members, parents before children."""
+def hierarchical_leiden(nodes: Sequence[str], edges: Sequence[WeightedEdge], settings: CommunitySettings,
+                        level_timer: dict[int, float] | None = None) -> list[Community]:
+    """All levels of communities with at least two members, parents before children.
+
+    ``level_timer``, when given, receives the seconds spent partitioning at each level (for benchmarks)."""
     g = build_graph(nodes, edges)
     out: list[Community] = []
     # Work list of (vertex ids in g, level, parent id); level 0 starts from the whole graph.
     frontier: list[tuple[list[int], int, str | None]] = [(list(range(g.vcount())), 0, None)]
     while frontier:
         vertices, level, parent = frontier.pop(0)
+        started = time.perf_counter()
         sub = g.induced_subgraph(vertices) if level > 0 else g
         membership = partition(sub, settings)
+        if level_timer is not None:
+            level_timer[level] = level_timer.get(level, 0.0) + time.perf_counter() - started
         groups: dict[int, list[int]] = {}
         for local, label in enumerate(membership):
             groups.setdefault(label, []).append(vertices[local] if level > 0 else local)

@@ -41,6 +41,10 @@ november december come go look see tell call use run set check nothing something
 _TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Mr", "Mrs", "Ms", "Dr", "St.", "Prof."}
 _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 
+# Kinship, role and place nouns that make "<Name>'s <noun>" an entity of its own ("Scrooge's nephew").
+_ROLE_NOUNS = ("nephew", "niece", "clerk", "wife", "husband", "sister", "brother", "father", "mother", "son",
+               "daughter", "partner", "friend", "office", "house", "room", "funeral", "grave", "ghost", "team", "manager")
+
 # Patterns in priority order: earlier patterns win when spans overlap.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("code", re.compile(r"`([^`\n]{2,80})`")),
@@ -52,11 +56,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("constant", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
     ("kebab", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
     ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
+    ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr)\.\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)['’]s\s+(" + "|".join(_ROLE_NOUNS) + r")\b")),
     ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’'-]*(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)(?:\s+the)?)?\s+[A-Z][\w’'-]*)*")),
     ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 _CJK_PARTICLES = re.compile(r"[的了是在和与及或也都就被把对从向于为而且但并将这那有个们中上下说到、，。！？：；（）]")
-_SENT_SPLIT = re.compile(r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|(?<=[。！？])")
+# A sentence ends at . ! ? (not after a title or a common abbreviation), at CJK full stops, blank lines and list items.
+_SENT_SPLIT = re.compile(
+    r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
+    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|(?<=[。！？])")
 _WORDS = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*", re.UNICODE)
 _FILE_EXT = re.compile(r"\.(?:txt|md|py|js|ts|json|yaml|yml|toml|log|csv|html|sh|conf|ini|cfg|xml|com|org|net|io)$")
 
@@ -173,6 +181,14 @@ def find_entities(sentence: str) -> list[_Found]:
                 etype = _classify_kebab(text)
             elif kind == "camel":
                 etype = "database" if text.lower() in DATABASES else "identifier"
+            elif kind == "possessive":
+                owner = m.group(1)
+                if _bare(owner.split()[0]) in _WORD_STOP or not free(s, e):
+                    continue
+                taken.append((s, e))
+                found.append(_Found(s, e, text, "name"))
+                found.append(_Found(s, s + len(owner), owner, _type_for_name(owner)))
+                continue
             elif kind == "name":
                 cleaned = _clean_name(text, sentence, s)
                 if cleaned is None:

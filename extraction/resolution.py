@@ -23,6 +23,8 @@ def normalize_name(name: str, type_: str = "name") -> str:
     key = unicodedata.normalize("NFKC", name).casefold()
     key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}")
     key = re.sub(r"(?:'s|’s)$", "", key)
+    if type_.lower() in _NAME_TYPES:
+        key = re.sub(r"^(?:the|a|an) (?=\S)", "", key)  # "The Spirit" and "Spirit" are one entity
     if type_.lower() in _NAME_TYPES and " " not in key[-4:]:
         last = key.rsplit(" ", 1)[-1]
         if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "os")) and last.isalpha():

@@ -88,6 +88,7 @@ class CommunitySettings(BaseModel):
     objective: Literal["modularity", "cpm"] = "modularity"
     resolution: float = Field(1.0, gt=0)
     seed: int = 42
+    iterations: int = Field(2, ge=-1, description="Leiden iterations per partition; -1 iterates until stable")
     max_cluster_size: int = Field(10, ge=2)
     max_levels: int = Field(4, ge=1, le=12)
     identity_jaccard: float = Field(0.5, gt=0, le=1, description="minimum member overlap to keep a community's id")
