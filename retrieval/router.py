@@ -20,11 +20,11 @@ from extraction.resolution import normalize_name
 Route = Literal["local", "global"]
 
 _STRONG_GLOBAL = [
-    r"\bacross (?:all|the|every|each|our|these|those)\b", r"\boverall\b", r"\b(?:main|key|major|central|recurring|common|dominant) (?:themes?|topics?|ideas?|issues?|patterns?|trends?|problems?|lessons?)\b",
+    r"\bacross (?:all|the|every|each|our|these|those)\b", r"\boverall\b", r"\b(?:main|key|major|central|recurring|common|dominant) (?:themes?|topics?|ideas?|issues?|patterns?|trends?|problems?|lessons?|conflicts?|messages?)\b",
     r"\bthemes?\b", r"\btrends?\b", r"\bthe (?:whole|entire) (?:corpus|story|book|collection|dataset|set|system|novel|text|document|documents)\b",
     r"\bas a whole\b", r"\bbig picture\b", r"\bhigh[- ]level\b", r"\bsummari[sz]e\b", r"\bsummary of\b", r"\bin general\b",
     r"\b(?:all|every) (?:the )?(?:services|documents|incidents|teams|systems|notes|chapters|characters|components)\b",
-    r"\bwhat (?:is|are) (?:this|the) (?:corpus|story|book|collection|dataset|novel) about\b", r"\bmost (?:common|frequent|important)\b",
+    r"\bwhat (?:is|are) (?:this|the|these) (?:corpus|story|book|collection|dataset|novel|novella|notes|documents) about\b", r"\bmost (?:common|frequent|important)\b",
     r"\bcorpus\b", r"\bthroughout\b",
 ]
 _WEAK_GLOBAL = [r"\bpatterns?\b", r"\bgenerally\b", r"\btypically\b", r"\boverview\b", r"\bwhich (?:services|teams|systems)\b", r"\bcompare\b", r"\bevolv", r"\blessons?\b"]

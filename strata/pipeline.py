@@ -299,6 +299,8 @@ class Engine:
         self.index = ChunkIndex.load(self.ws.index_dir, settings.retrieval)
         self.lexicon = EntityLexicon.load(self.ws.lexicon_path)
         self._reports = None
+        self._client: "LLMClient | None" = None
+        self.mode = settings.llm_mode
 
     def reports(self):  # type: ignore[no-untyped-def]
         if self._reports is None:
@@ -319,6 +321,13 @@ class Engine:
             raise ValueError("the question is empty")
         s = self.settings.retrieval
         decision = self.route(question, mode)
+        if decision.route == "global" and self.mode == "llm":
+            from retrieval.global_llm import llm_global_answer
+
+            if self._client is None:
+                self._client = open_llm(self.settings)
+            return llm_global_answer(question, decision, self.reports(), self.index, self._client,  # type: ignore[arg-type]
+                                     s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir)
         if decision.route == "global":
             return global_answer(question, decision, self.reports(), self.index, s.global_level, s.global_reports,
                                  max_points=s.answer_sentences + 2)
@@ -333,6 +342,8 @@ class Engine:
 
     def close(self) -> None:
         self.index.close()
+        if self._client is not None:
+            self._client.close()
 
 
 def iter_runs(settings: StrataSettings) -> Iterator[dict[str, Any]]:

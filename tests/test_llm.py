@@ -168,3 +168,21 @@ def test_prompts_declare_their_inputs(tmp_path: Path) -> None:
         load_prompt("glean", tmp_path)
     (tmp_path / "glean.txt").write_text("# inputs: entity_types\nOverride for $entity_types\n")
     assert load_prompt("glean", tmp_path).render(entity_types="x") == "Override for x\n"
+
+
+def test_global_answer_map_reduce_with_the_llm(server: FakeLLMServer, tmp_path: Path) -> None:
+    from strata.pipeline import Engine
+
+    folder = corpus(tmp_path)
+    settings = llm_settings(server, tmp_path)
+    index_folder(folder, settings)
+    server.reset()
+    engine = Engine(settings)
+    answer = engine.ask("What are the recurring problems across all services?")
+    engine.close()
+    assert answer.route.route == "global" and answer.mode == "llm"
+    assert answer.text.startswith("The corpus keeps returning") and answer.report_ids and answer.citations
+    prompts = [r["messages"][0]["content"] for r in server.chat_requests]
+    n_map = sum("List the points of the report" in p for p in prompts)
+    assert 1 <= n_map <= settings.retrieval.global_reports
+    assert sum("These points were gathered" in p for p in prompts) == 1

@@ -1,0 +1,92 @@
+"""Global answers with an LLM: map over the community reports of one level, reduce within a token budget.
+
+Map: the reports most relevant to the question (ranked as in the offline path) are each asked for the points
+that help answer it, with a 0-100 score. Reduce: the best points, each tagged with its report and chunks, go to
+one final prompt. The answer cites the chunks of the reports whose points were used.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from pydantic import BaseModel, Field
+
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
+from prompts import load_prompt
+from retrieval.answer import Answer, Citation, map_reports, pick_level
+from retrieval.index import ChunkIndex
+from retrieval.router import RouteDecision
+from strata.records import Report
+
+
+class _Point(BaseModel):
+    description: str
+    score: float = Field(0, ge=0, le=100)
+
+
+class _Points(BaseModel):
+    points: list[_Point] = Field(default_factory=list)
+
+
+def _parse_points(text: str) -> _Points:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("the answer holds no JSON object")
+    try:
+        return _Points.model_validate(json.loads(text[start:end + 1]))
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ValueError(f"unusable points: {exc}") from exc
+
+
+def _report_text(r: Report) -> str:
+    findings = "\n".join(f"- {f.text} (chunks: {', '.join(f.chunk_ids[:4])})" for f in r.findings)
+    return f"Report {r.community_id}: {r.title}\n{r.summary}\n{findings}"
+
+
+def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Report], index: ChunkIndex,
+                      client: LLMClient, level: int | None, max_reports: int, token_budget: int = 2500,
+                      prompts_dir=None) -> Answer:  # type: ignore[no-untyped-def]
+    selected = pick_level(reports, level)
+    if not selected:
+        return Answer(question, route, "llm", "No community reports are indexed yet.", ())
+    ranked_ids = list(dict.fromkeys(p.report_id for p in map_reports(question, selected, index.tokenizer, max_reports)))
+    by_id = {r.community_id: r for r in selected}
+    map_prompt = load_prompt("global_map", prompts_dir)
+    reduce_prompt = load_prompt("global_reduce", prompts_dir)
+
+    def map_one(report: Report) -> list[tuple[float, str, Report]]:
+        try:
+            points = client.complete("global_map", [{"role": "user", "content": map_prompt.render(
+                question=question, report=_report_text(report))}], json_mode=True, parse=_parse_points)
+        except (LLMError, ParseFailure):
+            return []
+        return [(p.score, p.description, report) for p in points.points if p.score > 0]
+
+    with ThreadPoolExecutor(max_workers=client.settings.max_concurrency) as pool:
+        mapped = [pt for pts in pool.map(map_one, [by_id[i] for i in ranked_ids]) for pt in pts]
+    mapped.sort(key=lambda t: (-t[0], t[2].community_id))
+    lines, used, cited_reports = [], 0, []
+    for score, text, report in mapped:
+        line = f"- {text} [report {report.community_id}; chunks {', '.join(report.chunk_ids[:3])}]"
+        cost = estimate_tokens(line)
+        if used + cost > token_budget:
+            break
+        lines.append(line)
+        used += cost
+        cited_reports.append(report)
+    if not lines:
+        return Answer(question, route, "llm", "The community reports hold nothing that answers this question.", ())
+    try:
+        text = client.complete("global_reduce", [{"role": "user", "content": reduce_prompt.render(
+            question=question, points="\n".join(lines))}]).strip()
+    except LLMError as exc:
+        text = "The reduce step failed (" + str(exc) + "); the gathered points were:\n" + "\n".join(lines)
+    cites: dict[str, Citation] = {}
+    for r in cited_reports:
+        for cid in r.chunk_ids[:3]:
+            row = index.by_id.get(cid)
+            cites.setdefault(cid, Citation(cid, index.rows[row].source if row is not None else ""))
+    return Answer(question, route, "llm", text, tuple(cites.values()),
+                  tuple(dict.fromkeys(r.community_id for r in cited_reports)))
