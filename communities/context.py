@@ -1,12 +1,14 @@
 """What a community report is written from: its members, their internal relations, their source chunks.
 
-The fingerprint is a stable hash of exactly these inputs; a report whose stored fingerprint differs from the
-current one was written from a graph that has since changed.
+The fingerprint is a stable hash of exactly these inputs (including the content hashes of the source chunks);
+a report whose stored fingerprint differs from the current one was written from a graph that has since
+changed. The inputs manifest keeps the same inputs item by item, so the drift report can say how much changed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 
 from strata.records import Community, Entity, GraphSnapshot, Relation, stable_hash
 
@@ -16,6 +18,7 @@ class CommunityContext:
     community: Community
     entities: tuple[Entity, ...]
     relations: tuple[Relation, ...]
+    chunk_hashes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:
@@ -36,8 +39,9 @@ class CommunityContext:
 class GraphIndex:
     """Entities and relations of a snapshot, indexed for building many community contexts."""
 
-    def __init__(self, snapshot: GraphSnapshot) -> None:
+    def __init__(self, snapshot: GraphSnapshot, chunk_hashes: dict[str, str] | None = None) -> None:
         self.entities = {e.id: e for e in snapshot.entities}
+        self.chunk_hashes = chunk_hashes or {}
         self.by_entity: dict[str, list[Relation]] = {}
         for r in snapshot.relations:
             self.by_entity.setdefault(r.source_id, []).append(r)
@@ -51,14 +55,23 @@ class GraphIndex:
             for r in self.by_entity.get(e, ()):
                 if r.source_id in members and r.target_id in members:
                     rels[r.id] = r
-        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)))
+        hashes = {c: self.chunk_hashes.get(c, "") for e in entities for c in e.chunk_ids}
+        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes)
+
+
+def _h(text: str) -> str:
+    return stable_hash(text, size=6)
+
+
+def inputs_manifest(ctx: CommunityContext) -> dict[str, dict[str, str]]:
+    """The report's inputs item by item: member and relation description hashes, source chunk content hashes."""
+    return {
+        "entities": {e.id: _h(e.description) for e in ctx.entities},
+        "relations": {r.id: _h(r.description) for r in ctx.relations},
+        "chunks": {c: ctx.chunk_hashes.get(c, "") for c in sorted(ctx.chunk_ids)},
+    }
 
 
 def fingerprint(ctx: CommunityContext) -> str:
-    """A hash of member ids and descriptions, internal relations and source chunk ids."""
-    parts: list[str] = []
-    for e in ctx.entities:
-        parts += ["E", e.id, e.description, ",".join(sorted(e.chunk_ids))]
-    for r in ctx.relations:
-        parts += ["R", r.id, r.description, ",".join(sorted(r.chunk_ids))]
-    return stable_hash(*parts, size=12)
+    """A hash of the inputs manifest (member ids and descriptions, internal relations, source chunks)."""
+    return stable_hash(json.dumps(inputs_manifest(ctx), sort_keys=True), size=12)

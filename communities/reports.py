@@ -8,12 +8,14 @@ level first), so a parent can lean on its children's reports.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Collection, Protocol, Sequence
 
-from communities.context import CommunityContext, GraphIndex, fingerprint
+from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from strata.records import Community, Finding, GraphSnapshot, Report
 from strata.settings import CommunitySettings
 
@@ -78,13 +80,19 @@ class ExtractiveReportWriter:
 
 
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
-                  existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None) -> tuple[list[Report], int]:
-    """Reports for every community, deepest level first; returns (reports, how many were written anew).
+                  existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None,
+                  chunk_hashes: dict[str, str] | None = None, policy: str = "changed",
+                  force: Collection[str] = ()) -> tuple[list[Report], int]:
+    """Reports for the communities, deepest level first; returns (reports, how many were written anew).
 
-    A community whose stored report has the same fingerprint keeps it (nothing to re-summarize); a stale-marked
-    report is rewritten even when the fingerprint matches.
+    Policy ``changed`` rewrites a report whose fingerprint differs or that was marked stale, and keeps the
+    others (nothing to re-summarize). Policy ``missing`` writes only communities that have no report yet and
+    keeps every existing one as it is (the drift report then says how far each has drifted). Ids in ``force``
+    are rewritten either way (``strata drift --refresh``).
     """
-    index = GraphIndex(snapshot)
+    if policy not in ("changed", "missing"):
+        raise ValueError(f"unknown report policy {policy!r} (expected 'changed' or 'missing')")
+    index = GraphIndex(snapshot, chunk_hashes)
     old = {r.community_id: r for r in existing}
     done: dict[str, Report] = {}
     children: dict[str, list[str]] = {}
@@ -96,10 +104,13 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
         ctx = index.context(c)
         fp = fingerprint(ctx)
         prior = old.get(c.id)
-        if prior is not None and prior.fingerprint == fp and not prior.stale:
-            done[c.id] = prior
+        keep = prior is not None and c.id not in force and (
+            policy == "missing" or (prior.fingerprint == fp and not prior.stale))
+        if keep:
+            done[c.id] = prior  # type: ignore[assignment]
         else:
-            done[c.id] = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
+            report = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
+            done[c.id] = replace(report, inputs=json.dumps(inputs_manifest(ctx), sort_keys=True))
             written += 1
         if on_progress:
             on_progress(1)

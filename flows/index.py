@@ -1,36 +1,98 @@
-"""The indexing flow: index or incrementally re-index a folder on Prefect (embedded server by default).
+"""The indexing flow: the same stages as ``strata index``, each a Prefect task with its own state and retries.
 
-The flow is wiring only: the task calls :func:`strata.pipeline.index_folder`, the same function the CLI runs,
-which re-extracts only new and changed documents and keeps reports whose inputs did not change. The run
-summary is returned and published as a markdown artifact.
+Wiring only: every task calls a stage function of :mod:`strata.pipeline`. Extraction runs as one task per batch
+of documents, so a long run shows its progress task by task and a failed batch is retried on its own (the LLM
+response cache makes a retry free for the chunks that already succeeded; within a batch the LLM client keeps
+its concurrency limit). The run summary is returned and published as a markdown artifact.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
-from strata.pipeline import index_folder
+from extraction.chunking import chunk_document
+from extraction.loader import load_folder
+from strata.pipeline import (IndexSession, open_session, stage_communities, stage_extract, stage_finish, stage_plan,
+                             stage_remove, stage_reports)
+from strata.records import Document
 from strata.settings import StrataSettings
 
+BATCH_CHUNKS = 256
 
-@task(name="index-folder", retries=1, retry_delay_seconds=10)
-def index_task(folder: str, data_dir: str | None) -> dict[str, Any]:
+
+def batches(session: IndexSession, docs: Sequence[Document], size: int = BATCH_CHUNKS) -> list[list[Document]]:
+    out: list[list[Document]] = []
+    current: list[Document] = []
+    weight = 0
+    for d in docs:
+        current.append(d)
+        weight += len(chunk_document(d, session.settings.chunking))
+        if weight >= size:
+            out.append(current)
+            current, weight = [], 0
+    if current:
+        out.append(current)
+    return out
+
+
+@task(name="remove-changed-and-deleted", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def remove_task(session: IndexSession, document_ids: list[str]) -> int:
+    stage_remove(session, document_ids)
+    return len(document_ids)
+
+
+@task(name="extract-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def extract_task(session: IndexSession, docs: list[Document]) -> int:
+    return stage_extract(session, docs)
+
+
+@task(name="communities", cache_policy=NO_CACHE, retries=1)
+def communities_task(session: IndexSession):  # type: ignore[no-untyped-def]
+    return stage_communities(session)
+
+
+@task(name="reports", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def reports_task(session: IndexSession, snapshot, communities, policy: str) -> int:  # type: ignore[no-untyped-def]
+    stage_reports(session, snapshot, communities, policy)
+    return session.run.reports_written
+
+
+@task(name="save-index", cache_policy=NO_CACHE, retries=1)
+def finish_task(session: IndexSession, snapshot) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return stage_finish(session, snapshot).to_dict()
+
+
+def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool = True) -> dict[str, Any]:
+    """The body shared by the index and reindex flows."""
     settings = StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
-    return index_folder(folder, settings).to_dict()
+    loaded = load_folder(folder)
+    session = open_session(folder, settings, loaded)
+    try:
+        changes = stage_plan(session, loaded, prune)
+        remove_task(session, list(changes.deleted) + [d.id for d in changes.changed])
+        for batch in batches(session, list(changes.new) + list(changes.changed)):
+            extract_task(session, batch)
+        snapshot, communities = communities_task(session)
+        reports_task(session, snapshot, communities, report_policy)
+        run = finish_task(session, snapshot)
+    finally:
+        session.close()
+    logger = get_run_logger()
+    logger.info("indexed %s in %s mode: %s new, %s changed, %s deleted; %s chunks extracted, %s failed; "
+                "%s reports written, %s kept", folder, run["mode"], run["new"], run["changed"], run["deleted"],
+                run["chunks_extracted"], run["failed_chunks"], run["reports_written"], run["reports_kept"])
+    rows = "\n".join(f"| {k} | {run[k]} |" for k in (
+        "mode", "store", "documents", "new", "changed", "deleted", "unchanged", "chunks_extracted", "failed_chunks",
+        "entities", "relations", "communities", "reports_written", "reports_kept", "seconds"))
+    create_markdown_artifact(key="strata-index-run", markdown=f"## Strata index run: {folder}\n\n| what | value |\n|---|---|\n{rows}\n")
+    return run
 
 
 @flow(name="strata-index", log_prints=True)
 def index_flow(folder: str, data_dir: str | None = None) -> dict[str, Any]:
-    """Index ``folder`` into the workspace ``data_dir`` (default from settings)."""
-    run = index_task(folder, data_dir)
-    logger = get_run_logger()
-    logger.info("indexed %s in %s mode: %s new, %s changed, %s deleted, %s reports written, %s kept",
-                folder, run["mode"], run["new"], run["changed"], run["deleted"], run["reports_written"], run["reports_kept"])
-    rows = "\n".join(f"| {k} | {run[k]} |" for k in ("mode", "store", "documents", "new", "changed", "deleted",
-                                                      "unchanged", "chunks_extracted", "entities", "relations",
-                                                      "communities", "reports_written", "reports_kept", "seconds"))
-    create_markdown_artifact(key="strata-index-run", markdown=f"## Strata index run: {folder}\n\n| what | value |\n|---|---|\n{rows}\n")
-    return run
+    """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run."""
+    return run_index(folder, data_dir, "changed")

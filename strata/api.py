@@ -1,5 +1,5 @@
 """The HTTP API (FastAPI): ``POST /v1/memory/query`` speaks the memory-query contract; ``POST /v1/ask``
-answers with citations; ``GET /v1/health``. Invalid requests get 422 with a message, never a 500."""
+answers with citations; ``GET /v1/drift`` gives the stale-summary drift report; ``GET /v1/health``. Invalid requests get 422 with a message, never a 500."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class AskRequest(BaseModel):
 
 
 def create_app(settings: StrataSettings | None = None) -> FastAPI:
-    from strata.pipeline import Engine
+    from strata.engine import Engine
 
     settings = settings or StrataSettings()
     app = FastAPI(title="Strata", version="0.1.0")
@@ -40,6 +40,12 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     @app.post("/v1/memory/query", response_model=MemoryQueryResponse)
     def memory_query(request: MemoryQueryRequest) -> MemoryQueryResponse:
         return engine().query(request)
+
+    @app.get("/v1/drift")
+    def drift() -> dict[str, Any]:
+        from strata.pipeline import drift_report
+
+        return drift_report(settings).to_dict()
 
     @app.post("/v1/ask")
     def ask(request: AskRequest) -> dict[str, Any]:

@@ -58,7 +58,8 @@ def cmd_index(args: argparse.Namespace) -> int:
             bar.advance(tasks[stage], advance)
 
         try:
-            run = index_folder(folder, settings, progress, prune=not args.no_prune)
+            run = index_folder(folder, settings, progress, prune=not args.no_prune,
+                               report_policy="missing" if args.defer_reports else "changed")
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
@@ -105,6 +106,43 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_drift(args: argparse.Namespace) -> int:
+    from strata.pipeline import drift_report, refresh_reports, write_drift_files
+    from strata.store import StoreError
+
+    settings = _settings(args)
+    try:
+        if args.refresh:
+            threshold = settings.communities.drift_drifting if args.threshold is None else args.threshold
+            if not 0 <= threshold <= 1:
+                err.print(f"[red]error:[/red] --threshold must be between 0 and 1, got {threshold}")
+                return EXIT_BAD_INPUT
+            done = refresh_reports(settings, threshold)
+            err.print(f"refreshed {done['refreshed']} report(s) at drift >= {threshold}; removed {done['removed']} "
+                      f"of dissolved communities (mode: {settings.llm_mode})")
+        report = drift_report(settings)
+    except StoreError as exc:
+        err.print(f"[red]store error:[/red] {exc}")
+        return EXIT_ERROR
+    paths = write_drift_files(report, settings, Path(args.out) if args.out else None)
+    if args.json:
+        from communities.drift_render import to_json
+
+        print(to_json(report))
+        return EXIT_OK
+    t = report.totals
+    table = Table(title=f"drift: {t['stale']} stale, {t['drifting']} drifting, {t['fresh']} fresh of {t['reports']} reports")
+    for col in ("community", "level", "status", "drift", "existence", "age (days)", "title"):
+        table.add_column(col)
+    for e in report.entries[:30]:
+        table.add_row(e.community_id, str(e.level), e.status, f"{e.score:.3f}", e.existence, str(e.age_days), e.title[:50])
+    out.print(table)
+    est = report.refresh_estimate
+    out.print(f"re-summarizing the stale reports: {int(est['reports'])} calls, ${est['cost_usd']:.4f}")
+    out.print("written: " + ", ".join(str(p) for p in paths.values()), markup=False, highlight=False)
+    return EXIT_OK
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     from extraction.estimate import estimate_documents
     from extraction.loader import EmptyCorpusError, load_folder
@@ -126,7 +164,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def _engine(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from strata.pipeline import Engine
+    from strata.engine import Engine
 
     settings = _settings(args)
     try:
@@ -235,7 +273,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("folder")
     s.add_argument("--json", action="store_true", help="print the run summary as JSON")
     s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
+    s.add_argument("--defer-reports", action="store_true",
+                   help="keep existing community reports as they are (see `strata drift`); write only missing ones")
     s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("drift", help="which community reports no longer match the graph, and by how much")
+    s.add_argument("--json", action="store_true", help="print the report as JSON")
+    s.add_argument("--out", help="folder for drift.md, drift.json and drift.html (default <data-dir>/drift)")
+    s.add_argument("--refresh", action="store_true", help="re-summarize every report at or above --threshold")
+    s.add_argument("--threshold", type=float, help="drift score for --refresh (default communities.drift_drifting)")
+    s.set_defaults(func=cmd_drift)
 
     s = sub.add_parser("estimate", help="predict LLM calls, tokens and cost of indexing a folder, spending nothing")
     s.add_argument("folder")

@@ -21,15 +21,14 @@ from extraction.loader import LoadResult, load_folder
 from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 from extraction.types import Extractor
-from retrieval.answer import Answer, global_answer, local_answer
-from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.index import ChunkIndex, IndexMismatchError
-from retrieval.router import EntityLexicon, KnownEntity, Route, forced, route_question
-from strata.records import Chunk, Document, GraphSnapshot, LoadProblem
+from retrieval.router import EntityLexicon, KnownEntity
+from strata.records import Chunk, Community, Document, GraphSnapshot, LoadProblem
 from strata.settings import StrataSettings
 from strata.store import GraphStore, open_store
 
 if TYPE_CHECKING:
+    from communities.drift import DriftReport
     from extraction.llm_client import LLMClient
 
 # A progress callback: (stage name, units done now, total units or None).
@@ -57,6 +56,11 @@ class Workspace:
     @property
     def runs_path(self) -> Path:
         return self.root / "runs.jsonl"
+
+    @property
+    def pending_path(self) -> Path:
+        """Present while a run is changing the store; a leftover one means the last run died mid-way."""
+        return self.root / "run.pending"
 
 
 @dataclass
@@ -203,12 +207,11 @@ def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
 
 
 def load_or_rebuild_index(ws: Workspace, store: GraphStore, settings: StrataSettings, progress: Progress) -> tuple[ChunkIndex, bool]:
-    """The stored chunk index when it matches the store's documents, else one rebuilt from the store's chunks."""
-    stored_docs = set(store.document_hashes())
+    """The stored chunk index, or one rebuilt from the store's chunks when the last run did not finish (its
+    marker file is still there), the index is missing, or it was built with other settings."""
     try:
-        index = ChunkIndex.load(ws.index_dir, settings.retrieval)
-        if {r.document_id for r in index.rows} <= stored_docs:
-            return index, False
+        if not ws.pending_path.exists():
+            return ChunkIndex.load(ws.index_dir, settings.retrieval), False
     except (FileNotFoundError, IndexMismatchError, ValueError, KeyError, OSError):
         pass
     index = ChunkIndex(settings.retrieval)
@@ -219,131 +222,147 @@ def load_or_rebuild_index(ws: Workspace, store: GraphStore, settings: StrataSett
     return index, True
 
 
-def index_folder(folder: Path | str, settings: StrataSettings, progress: Progress = _no_progress,
-                 prune: bool = True, store: GraphStore | None = None) -> IndexRun:
-    """Index (or incrementally re-index) a folder into the workspace: only new and changed documents are
-    chunked and extracted; deleted ones are removed; communities and reports are refreshed where inputs changed."""
-    started = time.perf_counter()
+@dataclass
+class IndexSession:
+    """The live resources of one indexing run, shared by its stages (the CLI runs them in a row, the Prefect
+    flow as tasks)."""
+
+    settings: StrataSettings
+    ws: Workspace
+    store: GraphStore
+    client: "LLMClient | None"
+    ledger: FailureLedger
+    extractor: Extractor
+    index: ChunkIndex
+    run: IndexRun
+    progress: Progress
+    own_store: bool
+    started: float
+
+    def close(self) -> None:
+        self.index.close()
+        self.ledger.close()
+        if self.client is not None:
+            self.client.close()
+        if self.own_store:
+            self.store.close()
+
+
+def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResult, progress: Progress = _no_progress,
+                 store: GraphStore | None = None) -> IndexSession:
     ws = Workspace(Path(settings.data_dir))
     ws.root.mkdir(parents=True, exist_ok=True)
-    loaded = load_folder(folder)
     own_store = store is None
     store = store or open_store(settings)
     client = open_llm(settings)
     ledger = FailureLedger(ws.root / "ledger.sqlite")
+    extractor = make_extractor(settings, client)
+    index, _ = load_or_rebuild_index(ws, store, settings, progress)
+    # From here until the index is saved, a crash leaves the marker behind and the next run rebuilds the index.
+    ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
+                   documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
+                   started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    return IndexSession(settings, ws, store, client, ledger, extractor, index, run, progress, own_store, time.perf_counter())
+
+
+def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
+    """Compare the folder with the store: new, changed, deleted and unchanged documents."""
+    changes = diff_documents(loaded, session.store.document_hashes(), prune)
+    r = session.run
+    r.new, r.changed, r.deleted, r.unchanged = len(changes.new), len(changes.changed), len(changes.deleted), len(changes.unchanged)
+    if session.client is not None:
+        from extraction.estimate import estimate_documents
+
+        r.predicted = estimate_documents(list(changes.new) + list(changes.changed), session.settings).to_dict()
+    return changes
+
+
+def stage_remove(session: IndexSession, document_ids: Sequence[str]) -> None:
+    """Delete what deleted and changed documents contributed, from the store and the chunk index."""
+    for doc_id in document_ids:
+        session.store.delete_document(doc_id)
+    if document_ids:
+        session.index.remove_documents(document_ids)
+
+
+def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
+    """Chunk, extract and store a batch of documents and add their chunks to the index; returns chunks done."""
+    chunks, failed = write_documents(session.store, docs, session.extractor, session.settings, session.progress,
+                                     session.ledger, session.client)
+    session.run.failed_chunks += failed
+    session.run.chunks_extracted += len(chunks)
+    if chunks:
+        session.index.add(chunks)
+    return len(chunks)
+
+
+def stage_communities(session: IndexSession) -> tuple[GraphSnapshot, list[Community]]:
+    """Hierarchical Leiden on the whole graph, with ids carried over from the previous communities."""
+    session.progress("communities", 0, None)
+    snapshot = session.store.read_graph()
+    communities = detect_communities(snapshot, session.settings.communities, session.store.communities())
+    session.store.replace_communities(communities)
+    session.run.entities, session.run.relations = len(snapshot.entities), len(snapshot.relations)
+    session.run.communities, session.run.levels = len(communities), len({c.level for c in communities})
+    return snapshot, communities
+
+
+def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: Sequence[Community],
+                  policy: str = "changed", force: Sequence[str] = ()) -> None:
+    """Write the reports the policy asks for (see :func:`write_reports`); with policy ``changed`` the reports
+    of communities that no longer exist are deleted, with ``missing`` they are kept for the drift report."""
+    store, progress = session.store, session.progress
+    chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
+    writer = make_report_writer(session.settings, session.client, store)
+    existing = store.reports()
+    progress("reports", 0, len(communities))
+    reports, written = write_reports(communities, snapshot, writer, existing,
+                                     on_progress=lambda n: progress("reports", n, len(communities)),
+                                     chunk_hashes=chunk_hashes, policy=policy, force=force)
+    store.save_reports([r for r in reports if r not in existing or r.community_id in force])
+    if policy == "changed":
+        alive = {c.id for c in communities}
+        store.delete_reports([r.community_id for r in existing if r.community_id not in alive])
+    session.run.reports_written += written
+    session.run.reports_kept = len(reports) - written
+    session.run.report_fallbacks += getattr(writer, "fallbacks", 0)
+
+
+def stage_finish(session: IndexSession, snapshot: GraphSnapshot) -> IndexRun:
+    """Save the chunk index and the entity lexicon, clear the crash marker, and log the run."""
+    ws, run = session.ws, session.run
+    session.index.save(ws.index_dir)
+    run.chunks_total = len(session.index)
+    lexicon_from(snapshot, len(session.index)).save(ws.lexicon_path)
+    ws.pending_path.unlink(missing_ok=True)
+    run.failures = session.ledger.entries()
+    if session.client is not None:
+        run.llm_usage = session.client.usage.to_dict()
+    run.seconds = round(time.perf_counter() - session.started, 3)
+    with open(ws.runs_path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(run.to_dict()) + "\n")
+    return run
+
+
+def index_folder(folder: Path | str, settings: StrataSettings, progress: Progress = _no_progress,
+                 prune: bool = True, store: GraphStore | None = None, report_policy: str = "changed") -> IndexRun:
+    """Index (or incrementally re-index) a folder into the workspace: only new and changed documents are
+    chunked and extracted; deleted ones are removed; communities are recomputed and reports refreshed where
+    their inputs changed (``report_policy="missing"`` defers that to ``strata drift --refresh``)."""
+    loaded = load_folder(folder)
+    session = open_session(folder, settings, loaded, progress, store)
     try:
-        extractor = make_extractor(settings, client)
-        run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend,
-                       embedder=settings.retrieval.embedder, documents=len(loaded.documents),
-                       problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
-                       started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        changes = diff_documents(loaded, store.document_hashes(), prune)
-        run.new, run.changed, run.deleted, run.unchanged = (len(changes.new), len(changes.changed),
-                                                            len(changes.deleted), len(changes.unchanged))
-        index, rebuilt = load_or_rebuild_index(ws, store, settings, progress)
-        gone = list(changes.deleted) + [d.id for d in changes.changed]
-        for doc_id in gone:
-            store.delete_document(doc_id)
-        if gone and not rebuilt:
-            index.remove_documents(gone)
+        changes = stage_plan(session, loaded, prune)
+        stage_remove(session, list(changes.deleted) + [d.id for d in changes.changed])
         todo = list(changes.new) + list(changes.changed)
-        if client is not None:
-            from extraction.estimate import estimate_documents
-
-            run.predicted = estimate_documents(todo, settings).to_dict()
         progress("extract", 0, sum(len(chunk_document(d, settings.chunking)) for d in todo) or None)
-        chunks, run.failed_chunks = write_documents(store, todo, extractor, settings, progress, ledger, client)
-        run.failures = ledger.entries()
-        run.chunks_extracted = len(chunks)
-        if chunks:
-            progress("index", 0, len(chunks))
-            index.add(chunks, on_progress=lambda n: progress("index", n, len(chunks)))
-        snapshot = store.read_graph()
-        run.entities, run.relations = len(snapshot.entities), len(snapshot.relations)
-        progress("communities", 0, None)
-        communities = detect_communities(snapshot, settings.communities, store.communities())
-        store.replace_communities(communities)
-        run.communities = len(communities)
-        run.levels = len({c.level for c in communities})
-        writer = make_report_writer(settings, client, store)
-        progress("reports", 0, len(communities))
-        reports, written = write_reports(communities, snapshot, writer, store.reports(),
-                                         on_progress=lambda n: progress("reports", n, len(communities)))
-        store.save_reports(reports)
-        run.reports_written, run.reports_kept = written, len(reports) - written
-        run.report_fallbacks = getattr(writer, "fallbacks", 0)
-        if client is not None:
-            run.llm_usage = client.usage.to_dict()
-        index.save(ws.index_dir)
-        run.chunks_total = len(index)
-        lexicon_from(snapshot, len(index)).save(ws.lexicon_path)
-        index.close()
-        run.seconds = round(time.perf_counter() - started, 3)
-        with open(ws.runs_path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(run.to_dict()) + "\n")
-        return run
+        stage_extract(session, todo)
+        snapshot, communities = stage_communities(session)
+        stage_reports(session, snapshot, communities, report_policy)
+        return stage_finish(session, snapshot)
     finally:
-        ledger.close()
-        if client is not None:
-            client.close()
-        if own_store:
-            store.close()
-
-
-class Engine:
-    """The query side: a loaded chunk index, the entity lexicon and the store's reports."""
-
-    def __init__(self, settings: StrataSettings) -> None:
-        self.settings = settings
-        self.ws = Workspace(Path(settings.data_dir))
-        self.index = ChunkIndex.load(self.ws.index_dir, settings.retrieval)
-        self.lexicon = EntityLexicon.load(self.ws.lexicon_path)
-        self._reports = None
-        self._client: "LLMClient | None" = None
-        self.mode = settings.llm_mode
-
-    def reports(self):  # type: ignore[no-untyped-def]
-        if self._reports is None:
-            store = open_store(self.settings)
-            try:
-                self._reports = store.reports()
-            finally:
-                store.close()
-        return self._reports
-
-    def route(self, question: str, mode: Route | None = None):  # type: ignore[no-untyped-def]
-        if mode:
-            return forced(mode)
-        return route_question(question, self.lexicon, has_reports=True)
-
-    def ask(self, question: str, mode: Route | None = None, metadata_filter: dict[str, Any] | None = None) -> Answer:
-        if not question.strip():
-            raise ValueError("the question is empty")
-        s = self.settings.retrieval
-        decision = self.route(question, mode)
-        if decision.route == "global" and self.mode == "llm":
-            from retrieval.global_llm import llm_global_answer
-
-            if self._client is None:
-                self._client = open_llm(self.settings)
-            return llm_global_answer(question, decision, self.reports(), self.index, self._client,  # type: ignore[arg-type]
-                                     s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir)
-        if decision.route == "global":
-            return global_answer(question, decision, self.reports(), self.index, s.global_level, s.global_reports,
-                                 max_points=s.answer_sentences + 2)
-        return local_answer(question, decision, self.index, s.top_k, s.answer_sentences, metadata_filter)
-
-    def query(self, request: MemoryQueryRequest) -> MemoryQueryResponse:
-        hp = request.hybrid_params
-        hits = self.index.search(request.search_text, request.top_k, hp.dense_weight, hp.sparse_weight,
-                                 hp.rrf_k_constant, request.metadata_filter)
-        results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source) for h in hits]
-        return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results)
-
-    def close(self) -> None:
-        self.index.close()
-        if self._client is not None:
-            self._client.close()
+        session.close()
 
 
 def iter_runs(settings: StrataSettings) -> Iterator[dict[str, Any]]:
@@ -353,4 +372,69 @@ def iter_runs(settings: StrataSettings) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
-__all__ = ["index_folder", "Engine", "IndexRun", "Workspace", "LoadProblem"]
+__all__ = ["index_folder", "IndexRun", "Workspace", "LoadProblem"]
+
+
+def drift_report(settings: StrataSettings, store: GraphStore | None = None) -> "DriftReport":
+    """The drift report of the workspace's current reports against its current graph and communities."""
+    from communities.drift import compute_drift
+
+    own = store is None
+    store = store or open_store(settings)
+    try:
+        chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
+        llm = settings.llm if settings.llm_mode == "llm" else None
+        return compute_drift(store.reports(), store.communities(), store.read_graph(), chunk_hashes,
+                             settings.communities, llm)
+    finally:
+        if own:
+            store.close()
+
+
+def write_drift_files(report: "DriftReport", settings: StrataSettings, out_dir: Path | None = None) -> dict[str, Path]:
+    """Write drift.md, drift.json and drift.html, and append the totals to the workspace's drift history."""
+    from communities.drift_render import to_html, to_json, to_markdown
+
+    ws = Workspace(Path(settings.data_dir))
+    out = Path(out_dir or ws.root / "drift")
+    out.mkdir(parents=True, exist_ok=True)
+    history_path = ws.root / "drift_history.jsonl"
+    with open(history_path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"generated_at": report.generated_at, "totals": report.totals}) + "\n")
+    history = [json.loads(l) for l in history_path.read_text().splitlines() if l.strip()]
+    paths = {"markdown": out / "drift.md", "json": out / "drift.json", "html": out / "drift.html"}
+    paths["markdown"].write_text(to_markdown(report), encoding="utf-8")
+    paths["json"].write_text(to_json(report), encoding="utf-8")
+    paths["html"].write_text(to_html(report, history), encoding="utf-8")
+    return paths
+
+
+def refresh_reports(settings: StrataSettings, threshold: float, progress: Progress = _no_progress,
+                    store: GraphStore | None = None) -> dict[str, int]:
+    """Re-summarize every report whose drift is at or above ``threshold``; delete reports of dissolved
+    communities. Returns how many were refreshed and removed."""
+    report = drift_report(settings, store)
+    own = store is None
+    store = store or open_store(settings)
+    client = open_llm(settings)
+    try:
+        communities = store.communities()
+        alive = {c.id for c in communities}
+        force = [e.community_id for e in report.entries if e.score >= threshold and e.community_id in alive]
+        gone = [e.community_id for e in report.entries if e.community_id not in alive and e.score >= threshold]
+        missing = [c.id for c in communities if c.id not in {e.community_id for e in report.entries}]
+        snapshot = store.read_graph()
+        chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
+        writer = make_report_writer(settings, client, store)
+        reports, written = write_reports(communities, snapshot, writer, store.reports(), chunk_hashes=chunk_hashes,
+                                         policy="missing", force=force,
+                                         on_progress=lambda n: progress("reports", n, len(communities)))
+        refreshed = set(force) | set(missing)
+        store.save_reports([r for r in reports if r.community_id in refreshed])
+        store.delete_reports(gone)
+        return {"refreshed": written, "removed": len(gone)}
+    finally:
+        if client is not None:
+            client.close()
+        if own:
+            store.close()

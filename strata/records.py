@@ -115,6 +115,7 @@ class Report:
     model: str
     created_at: str
     stale: bool = False
+    inputs: str = field(default="", compare=False, repr=False)  # JSON manifest of what it was written from
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:

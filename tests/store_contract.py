@@ -121,12 +121,21 @@ class StoreContract:
         comms = [Community("c0", 0, None, ("e1", "e2", "e3", "e4")), Community("c1", 1, "c0", ("e1", "e4"))]
         store.replace_communities(comms)
         assert store.communities() == comms
-        rep = Report("c1", 1, "Billing", "sum", (Finding("f {x} 'y'", ("b#0000",)),), 3.5, "fp", "offline", "extractive", "2026-01-01T00:00:00+00:00")
+        rep = Report("c1", 1, "Billing", "sum", (Finding("f {x} 'y'", ("b#0000",)),), 3.5, "fp", "offline", "extractive",
+                     "2026-01-01T00:00:00+00:00", inputs='{"entities": {}}')
         store.save_reports([rep])
-        assert store.reports() == [rep]
+        assert store.reports() == [rep] and store.reports()[0].inputs == '{"entities": {}}'
         store.replace_communities([Community("c0", 0, None, ("e1", "e2"))])
         assert [c.id for c in store.communities()] == ["c0"]
-        assert store.reports() == []  # the report of a community that is gone goes with it
+        assert store.reports() == [rep]  # kept for the drift report after its community is gone
+        store.replace_communities([Community("c1", 0, None, ("e1", "e2"))])  # an id can come back
+        assert [c.id for c in store.communities()] == ["c1"] and store.reports() == [rep]
+        store.delete_reports(["c1"])
+        assert store.reports() == [] and [c.id for c in store.communities()] == ["c1"]
+        store.save_reports([rep])
+        store.replace_communities([])
+        store.delete_reports(["c1"])
+        assert store.reports() == [] and store.communities() == []
 
     def test_clear(self, store: GraphStore) -> None:
         self.seed(store)

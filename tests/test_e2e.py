@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from strata.cli import main
-from strata.pipeline import Engine, index_folder
+from strata.engine import Engine
+from strata.pipeline import index_folder
 from strata.settings import StrataSettings
 from strata.store import open_store
 from tests.conftest import ROOT, shared

@@ -24,8 +24,8 @@ def test_prefect_yaml_entrypoints_load() -> None:
 
     spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     assert spec["deployments"]
+    assert {d["name"] for d in spec["deployments"] if d.get("schedules")} == {"nightly-reindex", "weekly-drift-report"}
     for dep in spec["deployments"]:
-        assert dep["schedules"][0]["cron"]
         path, name = dep["entrypoint"].split(":")
         flow = load_flow_from_entrypoint(str(ROOT / path) + ":" + name, use_placeholder_flow=False)
         assert flow.name.startswith("strata-")
@@ -40,3 +40,22 @@ def test_index_flow_runs_incrementally(harness, tmp_path: Path) -> None:
     assert first["new"] == 6 and first["mode"] == "offline" and first["reports_written"] > 0
     second = index_flow(str(folder), str(tmp_path / "ws"))
     assert second["unchanged"] == 6 and second["chunks_extracted"] == 0 and second["reports_written"] == 0
+
+
+def test_reindex_and_drift_flows(harness, tmp_path: Path) -> None:
+    from flows.drift import drift_report_flow
+    from flows.reindex import reindex_flow
+
+    folder = tmp_path / "notes"
+    shutil.copytree(ROOT / "samples" / "infra-notes", folder)
+    ws = str(tmp_path / "ws")
+    reindex_flow(str(folder), ws)
+    target = folder / "ledger-service.md"
+    target.write_text(target.read_text() + "\nThe ledger-service moved to v3.9.0 in August.\n")
+    run = reindex_flow(str(folder), ws, report_policy="missing")
+    assert run["changed"] == 1 and run["reports_written"] == 0
+    result = drift_report_flow(ws, str(tmp_path / "drift"))
+    assert result["totals"]["drifting"] + result["totals"]["stale"] >= 1
+    assert Path(result["files"]["html"]).exists()
+    refreshed = drift_report_flow(ws, str(tmp_path / "drift"), refresh_threshold=0.0)
+    assert refreshed["totals"]["fresh"] == refreshed["totals"]["reports"]

@@ -171,7 +171,7 @@ def test_prompts_declare_their_inputs(tmp_path: Path) -> None:
 
 
 def test_global_answer_map_reduce_with_the_llm(server: FakeLLMServer, tmp_path: Path) -> None:
-    from strata.pipeline import Engine
+    from strata.engine import Engine
 
     folder = corpus(tmp_path)
     settings = llm_settings(server, tmp_path)

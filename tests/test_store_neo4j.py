@@ -54,7 +54,8 @@ def test_failed_batch_commits_nothing(neo4j_store_settings: StoreSettings) -> No
 
 def test_index_and_ask_on_neo4j(neo4j_store_settings: StoreSettings, tmp_path) -> None:
     """The CLI's pipeline works unchanged on the Neo4j backend."""
-    from strata.pipeline import Engine, index_folder
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
     from strata.settings import StrataSettings
 
     folder = tmp_path / "notes"

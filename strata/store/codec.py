@@ -24,7 +24,7 @@ def report_row(r: Report) -> dict[str, Any]:
     return {
         "community_id": r.community_id, "level": r.level, "title": r.title, "summary": r.summary,
         "findings": findings_to_json(r.findings), "rating": r.rating, "fingerprint": r.fingerprint,
-        "mode": r.mode, "model": r.model, "created_at": r.created_at, "stale": bool(r.stale),
+        "mode": r.mode, "model": r.model, "created_at": r.created_at, "stale": bool(r.stale), "inputs": r.inputs,
     }
 
 
@@ -33,4 +33,5 @@ def report_from_row(row: Any) -> Report:
         community_id=row["community_id"], level=int(row["level"]), title=row["title"], summary=row["summary"],
         findings=findings_from_json(row["findings"]), rating=float(row["rating"]), fingerprint=row["fingerprint"],
         mode=row["mode"], model=row["model"], created_at=row["created_at"], stale=bool(row["stale"]),
+        inputs=row["inputs"] or "",
     )

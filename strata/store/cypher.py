@@ -117,7 +117,25 @@ RETURN r.id AS id, a.id AS source_id, b.id AS target_id, r.description AS descri
 ORDER BY id
 """
 
-DROP_GONE_COMMUNITIES = "MATCH (c:Community) WHERE NOT c.id IN $keep DETACH DELETE c"
+# A community that is gone loses its place in the hierarchy but keeps its report (for the drift report) until
+# the report is deleted; report-only nodes have no level.
+DROP_GONE_COMMUNITIES = """
+MATCH (c:Community) WHERE NOT c.id IN $keep
+OPTIONAL MATCH (c)-[l]-()
+DELETE l
+WITH DISTINCT c
+REMOVE c.level, c.parent_id
+WITH c WHERE c.fingerprint IS NULL
+DELETE c
+"""
+
+DELETE_REPORTS = """
+UNWIND $ids AS cid
+MATCH (c:Community {id: cid})
+REMOVE c.title, c.summary, c.findings, c.rating, c.fingerprint, c.mode, c.model, c.created_at, c.stale, c.inputs, c.report_level
+WITH c WHERE c.level IS NULL
+DETACH DELETE c
+"""
 
 CLEAR_COMMUNITY_LINKS = """
 MATCH (c:Community)
@@ -153,16 +171,16 @@ ORDER BY level, id
 SAVE_REPORTS = """
 UNWIND $rows AS row
 MERGE (c:Community {id: row.community_id})
-SET c.level = coalesce(c.level, row.level), c.report_level = row.level, c.title = row.title,
+SET c.report_level = row.level, c.title = row.title,
     c.summary = row.summary, c.findings = row.findings, c.rating = row.rating, c.fingerprint = row.fingerprint,
-    c.mode = row.mode, c.model = row.model, c.created_at = row.created_at, c.stale = row.stale
+    c.mode = row.mode, c.model = row.model, c.created_at = row.created_at, c.stale = row.stale, c.inputs = row.inputs
 """
 
 READ_REPORTS = """
 MATCH (c:Community) WHERE c.fingerprint IS NOT NULL
 RETURN c.id AS community_id, c.report_level AS level, c.title AS title, c.summary AS summary,
        c.findings AS findings, c.rating AS rating, c.fingerprint AS fingerprint, c.mode AS mode, c.model AS model,
-       c.created_at AS created_at, coalesce(c.stale, false) AS stale
+       c.created_at AS created_at, coalesce(c.stale, false) AS stale, coalesce(c.inputs, '') AS inputs
 ORDER BY level, community_id
 """
 

@@ -147,6 +147,9 @@ class Neo4jGraphStore:
     def save_reports(self, reports: Sequence[Report]) -> None:
         self._write_rows(cypher.SAVE_REPORTS, [report_row(r) for r in reports])
 
+    def delete_reports(self, community_ids: Sequence[str]) -> None:
+        self._write(lambda tx: tx.run(cypher.DELETE_REPORTS, ids=list(community_ids)).consume())
+
     def clear(self) -> None:
         while True:
             removed = self._write(lambda tx: tx.run(cypher.CLEAR_BATCH).single()["removed"])

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS community_members (community_id TEXT NOT NULL REFEREN
 CREATE INDEX IF NOT EXISTS members_by_entity ON community_members(entity_id);
 CREATE TABLE IF NOT EXISTS reports (community_id TEXT PRIMARY KEY, level INTEGER NOT NULL, title TEXT NOT NULL,
   summary TEXT NOT NULL, findings TEXT NOT NULL, rating REAL NOT NULL, fingerprint TEXT NOT NULL, mode TEXT NOT NULL,
-  model TEXT NOT NULL, created_at TEXT NOT NULL, stale INTEGER NOT NULL DEFAULT 0);
+  model TEXT NOT NULL, created_at TEXT NOT NULL, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT NOT NULL DEFAULT '');
 """
 
 
@@ -161,10 +161,6 @@ class SQLiteGraphStore:
 
     def replace_communities(self, communities: Sequence[Community]) -> None:
         with self._tx() as db:
-            keep = {c.id for c in communities}
-            old = [r[0] for r in db.execute("SELECT id FROM communities")]
-            gone = [cid for cid in old if cid not in keep]
-            db.executemany("DELETE FROM reports WHERE community_id = ?", [(g,) for g in gone])
             db.execute("DELETE FROM community_members")
             db.execute("DELETE FROM communities")
             db.executemany("INSERT INTO communities(id, level, parent_id) VALUES (?,?,?)",
@@ -176,11 +172,15 @@ class SQLiteGraphStore:
         with self._tx() as db:
             rows = [report_row(r) for r in reports]
             db.executemany(
-                "INSERT INTO reports(community_id, level, title, summary, findings, rating, fingerprint, mode, model, created_at, stale) "
-                "VALUES (:community_id, :level, :title, :summary, :findings, :rating, :fingerprint, :mode, :model, :created_at, :stale) "
+                "INSERT INTO reports(community_id, level, title, summary, findings, rating, fingerprint, mode, model, created_at, stale, inputs) "
+                "VALUES (:community_id, :level, :title, :summary, :findings, :rating, :fingerprint, :mode, :model, :created_at, :stale, :inputs) "
                 "ON CONFLICT(community_id) DO UPDATE SET level=excluded.level, title=excluded.title, summary=excluded.summary, "
                 "findings=excluded.findings, rating=excluded.rating, fingerprint=excluded.fingerprint, mode=excluded.mode, "
-                "model=excluded.model, created_at=excluded.created_at, stale=excluded.stale", rows)
+                "model=excluded.model, created_at=excluded.created_at, stale=excluded.stale, inputs=excluded.inputs", rows)
+
+    def delete_reports(self, community_ids: Sequence[str]) -> None:
+        with self._tx() as db:
+            db.executemany("DELETE FROM reports WHERE community_id = ?", [(c,) for c in community_ids])
 
     def clear(self) -> None:
         with self._tx() as db:

@@ -1,0 +1,148 @@
+"""The stale-summary drift report: which community reports no longer match the graph, and by how much.
+
+Each report stores the inputs it was written from (member and relation description hashes, source chunk
+content hashes). Its drift score compares them with the community's current inputs:
+
+    drift = 0.30 * member change      (Jaccard distance between old and current member sets)
+          + 0.20 * description change (share of remaining members whose description changed)
+          + 0.25 * relation change    (Jaccard distance of internal relation sets, plus changed descriptions)
+          + 0.25 * source change      (share of old source chunks deleted or edited)
+
+clipped to [0, 1]. A report whose community is gone scores 1.0 (dissolved), as does one marked stale by a
+deletion whose inputs cannot be compared. Status: ``fresh`` below ``communities.drift_drifting``, ``stale`` at
+or above ``communities.drift_stale``, ``drifting`` between. Existence says whether the community still exists,
+or was dissolved, split (its old members now spread over several communities of its level) or merged (its
+current members come from several old reports).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Sequence
+
+from communities.context import GraphIndex, inputs_manifest
+from strata.records import Community, GraphSnapshot, Report
+from strata.settings import CommunitySettings, LLMSettings
+
+WEIGHTS = {"members": 0.30, "descriptions": 0.20, "relations": 0.25, "sources": 0.25}
+
+
+@dataclass(frozen=True, slots=True)
+class DriftEntry:
+    community_id: str
+    level: int
+    title: str
+    score: float
+    status: str
+    existence: str
+    age_days: float
+    members_added: int
+    members_removed: int
+    descriptions_changed: int
+    relations_added: int
+    relations_removed: int
+    sources_changed: int
+    sources_deleted: int
+    mode: str
+    model: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class DriftReport:
+    generated_at: str
+    entries: tuple[DriftEntry, ...]
+    totals: dict[str, int]
+    refresh_estimate: dict[str, float]
+    weights: dict[str, float]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"generated_at": self.generated_at, "totals": self.totals, "refresh_estimate": self.refresh_estimate,
+                "weights": self.weights, "entries": [asdict(e) for e in self.entries]}
+
+
+def _jaccard_distance(a: set[str], b: set[str]) -> float:
+    return 1.0 - (len(a & b) / len(a | b)) if (a or b) else 0.0
+
+
+def _age_days(created_at: str, now: datetime) -> float:
+    try:
+        then = datetime.fromisoformat(created_at)
+    except ValueError:
+        return 0.0
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return round(max(0.0, (now - then).total_seconds() / 86400), 2)
+
+
+def compute_drift(reports: Sequence[Report], communities: Sequence[Community], snapshot: GraphSnapshot,
+                  chunk_hashes: dict[str, str], settings: CommunitySettings, llm: LLMSettings | None = None,
+                  now: datetime | None = None) -> DriftReport:
+    now = now or datetime.now(timezone.utc)
+    index = GraphIndex(snapshot, chunk_hashes)
+    current = {c.id: c for c in communities}
+    owner_by_level: dict[int, dict[str, str]] = {}
+    for c in communities:
+        for e in c.entity_ids:
+            owner_by_level.setdefault(c.level, {})[e] = c.id
+    old_members = {r.community_id: set(json.loads(r.inputs or "{}").get("entities", {})) for r in reports}
+    entries: list[DriftEntry] = []
+    for r in reports:
+        old = json.loads(r.inputs or "{}") if r.inputs else {}
+        old_e, old_r, old_c = old.get("entities", {}), old.get("relations", {}), old.get("chunks", {})
+        comm = current.get(r.community_id)
+        if comm is None:
+            owners = Counter(owner_by_level.get(r.level, {}).get(e) for e in old_e)
+            owners.pop(None, None)
+            existence = "split" if len([o for o, n in owners.items() if n >= 2]) >= 2 else "dissolved"
+            entries.append(DriftEntry(r.community_id, r.level, r.title, 1.0, "stale", existence, _age_days(r.created_at, now),
+                                      0, len(old_e), 0, 0, len(old_r), 0, len(old_c), r.mode, r.model, r.created_at))
+            continue
+        now_inputs = inputs_manifest(index.context(comm))
+        new_e, new_r, new_c = now_inputs["entities"], now_inputs["relations"], now_inputs["chunks"]
+        if not old:  # written before manifests existed: only the stale flag can speak
+            score = 1.0 if r.stale else 0.0
+            counts = (0, 0, 0, 0, 0, 0, 0)
+        else:
+            kept = set(old_e) & set(new_e)
+            desc_changed = sum(1 for e in kept if old_e[e] != new_e[e])
+            rel_kept = set(old_r) & set(new_r)
+            rel_desc_changed = sum(1 for x in rel_kept if old_r[x] != new_r[x])
+            sources_deleted = sum(1 for c in old_c if c not in chunk_hashes)
+            sources_changed = sum(1 for c in old_c if c in chunk_hashes and chunk_hashes[c] != old_c[c])
+            member_part = _jaccard_distance(set(old_e), set(new_e))
+            desc_part = desc_changed / len(kept) if kept else (1.0 if old_e else 0.0)
+            rel_part = min(1.0, _jaccard_distance(set(old_r), set(new_r)) + (rel_desc_changed / len(old_r) if old_r else 0.0))
+            src_part = (sources_deleted + sources_changed) / len(old_c) if old_c else 0.0
+            score = (WEIGHTS["members"] * member_part + WEIGHTS["descriptions"] * desc_part
+                     + WEIGHTS["relations"] * rel_part + WEIGHTS["sources"] * src_part)
+            counts = (len(set(new_e) - set(old_e)), len(set(old_e) - set(new_e)), desc_changed,
+                      len(set(new_r) - set(old_r)), len(set(old_r) - set(new_r)), sources_changed, sources_deleted)
+        score = round(min(1.0, max(0.0, score)), 4)
+        sources = Counter(rid for rid, members in old_members.items() for e in comm.entity_ids if e in members
+                          and rid != r.community_id)
+        existence = "merged" if any(n >= 2 for n in sources.values()) and counts[0] >= 2 else "exists"
+        status = "stale" if score >= settings.drift_stale else "drifting" if score >= settings.drift_drifting else "fresh"
+        entries.append(DriftEntry(r.community_id, r.level, r.title, score, status, existence, _age_days(r.created_at, now),
+                                  *counts, r.mode, r.model, r.created_at))
+    entries.sort(key=lambda e: (-e.score, e.level, e.community_id))
+    totals = dict(Counter(e.status for e in entries))
+    totals = {k: totals.get(k, 0) for k in ("fresh", "drifting", "stale")} | {"reports": len(entries)}
+    estimate = _refresh_cost(entries, reports, settings, llm)
+    return DriftReport(now.replace(microsecond=0).isoformat(), tuple(entries), totals, estimate, dict(WEIGHTS))
+
+
+def _refresh_cost(entries: Sequence[DriftEntry], reports: Sequence[Report], settings: CommunitySettings,
+                  llm: LLMSettings | None) -> dict[str, float]:
+    """What re-summarizing the stale reports would cost with the configured model (or offline: nothing)."""
+    stale = [e for e in entries if e.status == "stale" and e.existence != "dissolved"]
+    calls = len(stale)
+    tin = calls * settings.report_context_tokens
+    tout = calls * 350
+    cost = 0.0
+    if llm is not None:
+        cost = tin / 1000 * llm.price_input_per_1k + tout / 1000 * llm.price_output_per_1k
+    return {"reports": calls, "input_tokens": tin, "output_tokens": tout, "cost_usd": round(cost, 6)}

@@ -1,0 +1,93 @@
+"""The drift report marks exactly the communities whose inputs changed, and a refresh makes them fresh."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from communities.drift import compute_drift
+from strata.cli import main
+from strata.pipeline import drift_report, index_folder, refresh_reports
+from strata.settings import StrataSettings
+from strata.store import open_store
+from tests.conftest import ROOT
+
+
+@pytest.fixture
+def indexed(tmp_path: Path) -> tuple[Path, StrataSettings]:
+    folder = tmp_path / "notes"
+    shutil.copytree(ROOT / "samples" / "infra-notes", folder)
+    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
+    index_folder(folder, settings)
+    return folder, settings
+
+
+def test_fresh_after_indexing(indexed) -> None:
+    _, settings = indexed
+    report = drift_report(settings)
+    assert report.totals["reports"] > 0 and report.totals["fresh"] == report.totals["reports"]
+
+
+def test_edit_marks_exactly_the_communities_of_its_entities(indexed) -> None:
+    folder, settings = indexed
+    target = folder / "search-cache.md"
+    store = open_store(settings)
+    before = {e.id for e in store.read_graph().entities if any(c.startswith("search-cache.md#") for c in e.chunk_ids)}
+    old_communities = {c.id: set(c.entity_ids) for c in store.communities()}
+    store.close()
+    target.write_text(target.read_text().replace("TTL of 300 seconds", "TTL of 900 seconds, raised after the May sale,"))
+    run = index_folder(folder, settings, report_policy="missing")
+    assert run.changed == 1 and run.reports_written == 0
+    store = open_store(settings)
+    after = {e.id for e in store.read_graph().entities if any(c.startswith("search-cache.md#") for c in e.chunk_ids)}
+    communities = {c.id: set(c.entity_ids) for c in store.communities()}
+    store.close()
+    touched = before | after
+    expected = {cid for cid, members in communities.items() if members & touched}
+    expected |= {cid for cid, members in old_communities.items() if members & touched and cid not in communities}
+    report = drift_report(settings)
+    flagged = {e.community_id for e in report.entries if e.status != "fresh"}
+    assert flagged and flagged == expected
+    assert all(e.score > 0 for e in report.entries if e.community_id in flagged)
+    refresh = refresh_reports(settings, threshold=settings.communities.drift_drifting)
+    assert refresh["refreshed"] >= 1
+    assert all(e.status == "fresh" for e in drift_report(settings).entries)
+
+
+def test_deleting_a_document_makes_its_communities_stale(indexed) -> None:
+    folder, settings = indexed
+    (folder / "kafka-consumers.md").unlink()
+    index_folder(folder, settings, report_policy="missing")
+    report = drift_report(settings)
+    assert report.totals["stale"] + report.totals["drifting"] >= 1
+    assert any(e.sources_deleted > 0 for e in report.entries)
+
+
+def test_drift_cli_writes_markdown_json_and_html(indexed, tmp_path: Path, capsys) -> None:
+    folder, settings = indexed
+    (folder / "api-gateway.md").write_text((folder / "api-gateway.md").read_text() + "\nThe api-gateway now retries once.\n")
+    index_folder(folder, settings, report_policy="missing")
+    out = tmp_path / "out"
+    assert main(["--data-dir", str(settings.data_dir), "drift", "--json", "--out", str(out)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["totals"]["reports"] == len(data["entries"])
+    scores = [e["score"] for e in data["entries"]]
+    assert scores == sorted(scores, reverse=True)
+    html = (out / "drift.html").read_text()
+    assert "<svg" in html and "Drift by community" in html and "across runs" in html
+    assert (out / "drift.md").read_text().startswith("# Strata drift report")
+    assert main(["--data-dir", str(settings.data_dir), "drift", "--refresh", "--threshold", "0"]) == 0
+
+
+def test_dissolved_community_scores_one() -> None:
+    from strata.records import Finding, GraphSnapshot, Report
+
+    r = Report("gone", 0, "t", "s", (Finding("f", ()),), 1.0, "fp", "offline", "x", "2026-01-01T00:00:00+00:00",
+               inputs=json.dumps({"entities": {"e1": "a", "e2": "b"}, "relations": {}, "chunks": {}}))
+    from strata.settings import CommunitySettings
+
+    report = compute_drift([r], [], GraphSnapshot((), ()), {}, CommunitySettings())
+    assert report.entries[0].score == 1.0 and report.entries[0].existence == "dissolved"
