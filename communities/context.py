@@ -1,6 +1,7 @@
 """What a community report is written from: its members, their internal relations, their source chunks.
 
-The fingerprint is a stable hash of exactly these inputs (including the content hashes of the source chunks);
+The fingerprint is a stable hash of exactly these inputs (including the content hashes of the source passages
+a report reads, the ``report_passages`` chunks that mention the most members);
 a report whose stored fingerprint differs from the current one was written from a graph that has since
 changed. The inputs manifest keeps the same inputs item by item, so the drift report can say how much changed.
 """
@@ -19,6 +20,7 @@ class CommunityContext:
     entities: tuple[Entity, ...]
     relations: tuple[Relation, ...]
     chunk_hashes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+    passages: tuple[str, ...] = ()
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:
@@ -39,9 +41,10 @@ class CommunityContext:
 class GraphIndex:
     """Entities and relations of a snapshot, indexed for building many community contexts."""
 
-    def __init__(self, snapshot: GraphSnapshot, chunk_hashes: dict[str, str] | None = None) -> None:
+    def __init__(self, snapshot: GraphSnapshot, chunk_hashes: dict[str, str] | None = None, passages: int = 8) -> None:
         self.entities = {e.id: e for e in snapshot.entities}
         self.chunk_hashes = chunk_hashes or {}
+        self.n_passages = passages
         self.by_entity: dict[str, list[Relation]] = {}
         for r in snapshot.relations:
             self.by_entity.setdefault(r.source_id, []).append(r)
@@ -55,8 +58,14 @@ class GraphIndex:
             for r in self.by_entity.get(e, ()):
                 if r.source_id in members and r.target_id in members:
                     rels[r.id] = r
-        hashes = {c: self.chunk_hashes.get(c, "") for e in entities for c in e.chunk_ids}
-        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes)
+        coverage: dict[str, int] = {}
+        for e in entities:
+            for c in e.chunk_ids:
+                coverage[c] = coverage.get(c, 0) + 1
+        # The source passages a report reads: the chunks that mention the most members.
+        passages = tuple(sorted(coverage, key=lambda c: (-coverage[c], c))[: self.n_passages])
+        hashes = {c: self.chunk_hashes.get(c, "") for c in passages}
+        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes, passages)
 
 
 def _h(text: str) -> str:
@@ -64,14 +73,15 @@ def _h(text: str) -> str:
 
 
 def inputs_manifest(ctx: CommunityContext) -> dict[str, dict[str, str]]:
-    """The report's inputs item by item: member and relation description hashes, source chunk content hashes."""
+    """The report's inputs item by item: members (description and source chunk ids), internal relations
+    (description and chunk ids), and the content hashes of the source passages it reads."""
     return {
-        "entities": {e.id: _h(e.description) for e in ctx.entities},
-        "relations": {r.id: _h(r.description) for r in ctx.relations},
-        "chunks": {c: ctx.chunk_hashes.get(c, "") for c in sorted(ctx.chunk_ids)},
+        "entities": {e.id: _h(e.description + "|" + ",".join(sorted(e.chunk_ids))) for e in ctx.entities},
+        "relations": {r.id: _h(r.description + "|" + ",".join(sorted(r.chunk_ids))) for r in ctx.relations},
+        "chunks": {c: ctx.chunk_hashes.get(c, "") for c in sorted(ctx.passages)},
     }
 
 
-def fingerprint(ctx: CommunityContext) -> str:
+def fingerprint(ctx: CommunityContext, manifest: dict[str, dict[str, str]] | None = None) -> str:
     """A hash of the inputs manifest (member ids and descriptions, internal relations, source chunks)."""
-    return stable_hash(json.dumps(inputs_manifest(ctx), sort_keys=True), size=12)
+    return stable_hash(json.dumps(manifest or inputs_manifest(ctx), sort_keys=True), size=12)

@@ -78,11 +78,33 @@ def _age_days(created_at: str, now: datetime) -> float:
     return round(max(0.0, (now - then).total_seconds() / 86400), 2)
 
 
+def score_inputs(old: dict, new: dict, chunk_hashes: dict[str, str]) -> tuple[float, tuple[int, ...]]:
+    """The drift score between a report's stored inputs and the community's current ones, and the counts behind
+    it: members added, removed, descriptions changed, relations added, removed, sources changed, deleted."""
+    old_e, old_r, old_c = old.get("entities", {}), old.get("relations", {}), old.get("chunks", {})
+    new_e, new_r = new.get("entities", {}), new.get("relations", {})
+    kept = set(old_e) & set(new_e)
+    desc_changed = sum(1 for e in kept if old_e[e] != new_e[e])
+    rel_kept = set(old_r) & set(new_r)
+    rel_desc_changed = sum(1 for x in rel_kept if old_r[x] != new_r[x])
+    sources_deleted = sum(1 for c in old_c if c not in chunk_hashes)
+    sources_changed = sum(1 for c in old_c if c in chunk_hashes and chunk_hashes[c] != old_c[c])
+    member_part = _jaccard_distance(set(old_e), set(new_e))
+    desc_part = desc_changed / len(kept) if kept else (1.0 if old_e else 0.0)
+    rel_part = min(1.0, _jaccard_distance(set(old_r), set(new_r)) + (rel_desc_changed / len(old_r) if old_r else 0.0))
+    src_part = (sources_deleted + sources_changed) / len(old_c) if old_c else 0.0
+    score = (WEIGHTS["members"] * member_part + WEIGHTS["descriptions"] * desc_part
+             + WEIGHTS["relations"] * rel_part + WEIGHTS["sources"] * src_part)
+    counts = (len(set(new_e) - set(old_e)), len(set(old_e) - set(new_e)), desc_changed,
+              len(set(new_r) - set(old_r)), len(set(old_r) - set(new_r)), sources_changed, sources_deleted)
+    return round(min(1.0, max(0.0, score)), 4), counts
+
+
 def compute_drift(reports: Sequence[Report], communities: Sequence[Community], snapshot: GraphSnapshot,
                   chunk_hashes: dict[str, str], settings: CommunitySettings, llm: LLMSettings | None = None,
                   now: datetime | None = None) -> DriftReport:
     now = now or datetime.now(timezone.utc)
-    index = GraphIndex(snapshot, chunk_hashes)
+    index = GraphIndex(snapshot, chunk_hashes, settings.report_passages)
     current = {c.id: c for c in communities}
     owner_by_level: dict[int, dict[str, str]] = {}
     for c in communities:
@@ -107,20 +129,7 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
             score = 1.0 if r.stale else 0.0
             counts = (0, 0, 0, 0, 0, 0, 0)
         else:
-            kept = set(old_e) & set(new_e)
-            desc_changed = sum(1 for e in kept if old_e[e] != new_e[e])
-            rel_kept = set(old_r) & set(new_r)
-            rel_desc_changed = sum(1 for x in rel_kept if old_r[x] != new_r[x])
-            sources_deleted = sum(1 for c in old_c if c not in chunk_hashes)
-            sources_changed = sum(1 for c in old_c if c in chunk_hashes and chunk_hashes[c] != old_c[c])
-            member_part = _jaccard_distance(set(old_e), set(new_e))
-            desc_part = desc_changed / len(kept) if kept else (1.0 if old_e else 0.0)
-            rel_part = min(1.0, _jaccard_distance(set(old_r), set(new_r)) + (rel_desc_changed / len(old_r) if old_r else 0.0))
-            src_part = (sources_deleted + sources_changed) / len(old_c) if old_c else 0.0
-            score = (WEIGHTS["members"] * member_part + WEIGHTS["descriptions"] * desc_part
-                     + WEIGHTS["relations"] * rel_part + WEIGHTS["sources"] * src_part)
-            counts = (len(set(new_e) - set(old_e)), len(set(old_e) - set(new_e)), desc_changed,
-                      len(set(new_r) - set(old_r)), len(set(old_r) - set(new_r)), sources_changed, sources_deleted)
+            score, counts = score_inputs(old, now_inputs, chunk_hashes)
         score = round(min(1.0, max(0.0, score)), 4)
         sources = Counter(rid for rid, members in old_members.items() for e in comm.entity_ids if e in members
                           and rid != r.community_id)

@@ -48,8 +48,8 @@ def build_graph(nodes: Sequence[str], edges: Sequence[WeightedEdge]) -> ig.Graph
     return g
 
 
-def partition(g: ig.Graph, settings: CommunitySettings) -> list[int]:
-    """One Leiden partition of ``g``; returns a membership list."""
+def partition(g: ig.Graph, settings: CommunitySettings, initial: list[int] | None = None) -> list[int]:
+    """One Leiden partition of ``g``, optionally starting from ``initial``; returns a membership list."""
     if g.vcount() == 0:
         return []
     weights = "weight" if g.ecount() else None
@@ -59,18 +59,19 @@ def partition(g: ig.Graph, settings: CommunitySettings) -> list[int]:
         if settings.objective == "cpm":
             part = leidenalg.find_partition(g, leidenalg.CPMVertexPartition, weights=weights,
                                             resolution_parameter=settings.resolution, seed=settings.seed,
-                                            n_iterations=settings.iterations)
+                                            n_iterations=settings.iterations, initial_membership=initial)
         else:
             part = leidenalg.find_partition(g, leidenalg.RBConfigurationVertexPartition, weights=weights,
                                             resolution_parameter=settings.resolution, seed=settings.seed,
-                                            n_iterations=settings.iterations)
+                                            n_iterations=settings.iterations, initial_membership=initial)
         return list(part.membership)
     # igraph draws from Python's random module; seeding it makes the partition repeatable.
     state = random.getstate()
     random.seed(settings.seed)
     try:
         result = g.community_leiden(objective_function="modularity" if settings.objective == "modularity" else "CPM",
-                                    weights=weights, resolution=settings.resolution, n_iterations=settings.iterations)
+                                    weights=weights, resolution=settings.resolution, n_iterations=settings.iterations,
+                                    initial_membership=initial)
     finally:
         random.setstate(state)
     return list(result.membership)
@@ -80,12 +81,29 @@ def community_id(level: int, members: Sequence[str]) -> str:
     return f"c{level}_" + stable_hash(*sorted(members), size=6)
 
 
+def _initial(names: Sequence[str], level: int, previous_owner: dict[tuple[int, str], str]) -> list[int] | None:
+    """Labels from the previous partition at ``level`` (new nodes get labels of their own), or None."""
+    if not previous_owner:
+        return None
+    labels: dict[str, int] = {}
+    out = []
+    for name in names:
+        owner = previous_owner.get((level, name))
+        key = owner if owner is not None else "\x00" + name
+        out.append(labels.setdefault(key, len(labels)))
+    return out
+
+
 def hierarchical_leiden(nodes: Sequence[str], edges: Sequence[WeightedEdge], settings: CommunitySettings,
-                        level_timer: dict[int, float] | None = None) -> list[Community]:
+                        level_timer: dict[int, float] | None = None,
+                        previous: Sequence[Community] = ()) -> list[Community]:
     """All levels of communities with at least two members, parents before children.
 
+    With ``previous`` communities, each partition starts from the previous one (new entities on their own), so
+    a small change to the graph moves few entities and leaves most communities, and their reports, as they were.
     ``level_timer``, when given, receives the seconds spent partitioning at each level (for benchmarks)."""
     g = build_graph(nodes, edges)
+    previous_owner = {(c.level, e): c.id for c in previous for e in c.entity_ids}
     out: list[Community] = []
     # Work list of (vertex ids in g, level, parent id); level 0 starts from the whole graph.
     frontier: list[tuple[list[int], int, str | None]] = [(list(range(g.vcount())), 0, None)]
@@ -93,7 +111,7 @@ def hierarchical_leiden(nodes: Sequence[str], edges: Sequence[WeightedEdge], set
         vertices, level, parent = frontier.pop(0)
         started = time.perf_counter()
         sub = g.induced_subgraph(vertices) if level > 0 else g
-        membership = partition(sub, settings)
+        membership = partition(sub, settings, _initial(sub.vs["name"], level, previous_owner))
         if level_timer is not None:
             level_timer[level] = level_timer.get(level, 0.0) + time.perf_counter() - started
         groups: dict[int, list[int]] = {}
@@ -113,40 +131,132 @@ def hierarchical_leiden(nodes: Sequence[str], edges: Sequence[WeightedEdge], set
     return out
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 0.0
-
-
 def match_identities(new: Sequence[Community], previous: Sequence[Community], threshold: float) -> list[Community]:
     """Give each new community the id of its best-overlapping predecessor at the same level (Jaccard >= threshold).
 
-    Matching is greedy by overlap, one-to-one, so ids persist across runs and drift can be tracked per id.
+    Matching is greedy by overlap, one-to-one, so ids persist across runs and drift can be tracked per id. Only
+    pairs that share a member are compared (found through an entity -> predecessor index).
     """
-    prev_by_level: dict[int, list[Community]] = {}
-    for c in previous:
-        prev_by_level.setdefault(c.level, []).append(c)
+    owners: dict[tuple[int, str], list[int]] = {}
+    prev_sets = [frozenset(p.entity_ids) for p in previous]
+    for i, p in enumerate(previous):
+        for e in p.entity_ids:
+            owners.setdefault((p.level, e), []).append(i)
+    cands = []
+    for n in new:
+        nm = frozenset(n.entity_ids)
+        shared: dict[int, int] = {}
+        for e in nm:
+            for i in owners.get((n.level, e), ()):
+                shared[i] = shared.get(i, 0) + 1
+        for i, inter in shared.items():
+            score = inter / (len(nm) + len(prev_sets[i]) - inter)
+            if score >= threshold:
+                cands.append((-score, n.id, previous[i].id))
     rename: dict[str, str] = {}
-    for level in sorted({c.level for c in new}):
-        cands = []
-        for n in (c for c in new if c.level == level):
-            nm = frozenset(n.entity_ids)
-            for p in prev_by_level.get(level, []):
-                score = _jaccard(nm, frozenset(p.entity_ids))
-                if score >= threshold:
-                    cands.append((-score, n.id, p.id))
-        used_new: set[str] = set()
-        used_prev: set[str] = set()
-        for _, nid, pid in sorted(cands):
-            if nid not in used_new and pid not in used_prev:
-                rename[nid] = pid
-                used_new.add(nid)
-                used_prev.add(pid)
+    used_prev: set[str] = set()
+    for _, nid, pid in sorted(cands):
+        if nid not in rename and pid not in used_prev:
+            rename[nid] = pid
+            used_prev.add(pid)
     return [Community(rename.get(c.id, c.id), c.level, rename.get(c.parent_id, c.parent_id) if c.parent_id else None,
                       c.entity_ids) for c in new]
 
 
-def detect_communities(snapshot: GraphSnapshot, settings: CommunitySettings,
-                       previous: Sequence[Community] = ()) -> list[Community]:
-    """Hierarchical communities of a graph snapshot, with ids carried over from ``previous``."""
-    found = hierarchical_leiden([e.id for e in snapshot.entities], edges_from_snapshot(snapshot), settings)
+def entity_signatures(snapshot: GraphSnapshot) -> dict[str, str]:
+    """A hash per entity of everything clustering and reports read about it: description, source chunks, and
+    incident relations with their descriptions and weights."""
+    incident: dict[str, list[str]] = {}
+    for r in snapshot.relations:
+        item = f"{r.id}:{r.weight}:{stable_hash(r.description, size=6)}"
+        incident.setdefault(r.source_id, []).append(item)
+        incident.setdefault(r.target_id, []).append(item)
+    return {e.id: stable_hash(e.description, ",".join(sorted(e.chunk_ids)), ",".join(sorted(incident.get(e.id, []))), size=8)
+            for e in snapshot.entities}
+
+
+def changed_entities(previous: dict[str, str], current: dict[str, str]) -> set[str]:
+    """Entities that are new or whose signature differs (removed ones are absent from the graph already)."""
+    return {e for e, sig in current.items() if previous.get(e) != sig}
+
+
+def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], settings: CommunitySettings,
+                          previous: Sequence[Community], touched: set[str]) -> list[Community]:
+    """Update a previous hierarchy after a change, keeping every community the change did not touch.
+
+    At each level, inside each community being split, previous communities whose members all still exist and
+    include no touched entity are kept with their whole subtree. Only the remaining entities (touched ones, new
+    ones, and members of communities that lost their integrity) are partitioned again, starting from their
+    previous labels. Kept communities keep their ids and so their reports; the price is that a touched entity
+    cannot move into a kept community (run with ``communities.incremental = false`` now and then to re-optimize).
+    """
+    g = build_graph(nodes, edges)
+    index = {name: i for i, name in enumerate(g.vs["name"])}
+    present = set(index)
+    by_level: dict[int, list[Community]] = {}
+    children: dict[str, list[Community]] = {}
+    for c in previous:
+        by_level.setdefault(c.level, []).append(c)
+        if c.parent_id:
+            children.setdefault(c.parent_id, []).append(c)
+    owner = {(c.level, e): c.id for c in previous for e in c.entity_ids}
+    out: list[Community] = []
+
+    def keep_subtree(c: Community, parent: str | None) -> None:
+        out.append(Community(c.id, c.level, parent, c.entity_ids))
+        for child in children.get(c.id, []):
+            keep_subtree(child, c.id)
+
+    # Work list: (member names, level, parent id, previous communities at this level inside the members).
+    frontier: list[tuple[set[str], int, str | None]] = [(present, 0, None)]
+    while frontier:
+        members, level, parent = frontier.pop(0)
+        candidates = {owner[(level, e)] for e in members if (level, e) in owner}
+        prev_here = [c for c in by_level.get(level, []) if c.id in candidates]
+        frozen = [c for c in prev_here if set(c.entity_ids) <= members and not (set(c.entity_ids) & touched)]
+        rest = set(members)
+        for c in frozen:
+            keep_subtree(c, parent)
+            rest -= set(c.entity_ids)
+        if len(rest) < 2:
+            continue
+        vertices = sorted(index[n] for n in rest)
+        sub = g.induced_subgraph(vertices)
+        membership = partition(sub, settings, _initial(sub.vs["name"], level, {k: v for k, v in owner.items() if k[0] == level}))
+        groups: dict[int, list[str]] = {}
+        for local, label in enumerate(membership):
+            groups.setdefault(label, []).append(sub.vs[local]["name"])
+        if level > 0 and len(groups) <= 1 and not frozen:
+            continue
+        for label in sorted(groups, key=lambda k: (-len(groups[k]), min(groups[k]))):
+            names = sorted(groups[label])
+            if len(names) < 2:
+                continue
+            cid = community_id(level, names)
+            out.append(Community(cid, level, parent, tuple(names)))
+            if len(names) > settings.max_cluster_size and level + 1 < settings.max_levels:
+                frontier.append((set(names), level + 1, cid))
+    return out
+
+
+def detect_communities(snapshot: GraphSnapshot, settings: CommunitySettings, previous: Sequence[Community] = (),
+                       touched: set[str] | None = None) -> list[Community]:
+    """Hierarchical communities of a graph snapshot, with ids carried over from ``previous``.
+
+    Given the entities that changed since ``previous`` was computed (and ``settings.incremental``), the
+    hierarchy is updated with :func:`incremental_hierarchy`, which keeps every community the change did not
+    touch; otherwise the whole hierarchy is computed, starting from the previous partition where there is one.
+    """
+    nodes = [e.id for e in snapshot.entities]
+    edges = edges_from_snapshot(snapshot)
+    if previous and touched is not None and settings.incremental:
+        found = incremental_hierarchy(nodes, edges, settings, previous, touched)
+        kept = {c.id for c in previous}
+        fresh = [c for c in found if c.id not in kept]
+        found_ids = {f.id for f in found}
+        renamed = match_identities(fresh, [c for c in previous if c.id not in found_ids], settings.identity_jaccard)
+        rename = {f.id: r.id for f, r in zip(fresh, renamed)}
+        return sorted((Community(rename.get(c.id, c.id), c.level, rename.get(c.parent_id, c.parent_id) if c.parent_id else None,
+                                 c.entity_ids) for c in found), key=lambda c: (c.level, c.id))
+    found = hierarchical_leiden(nodes, edges, settings, previous=previous)
     return match_identities(found, previous, settings.identity_jaccard) if previous else found

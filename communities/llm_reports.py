@@ -81,7 +81,7 @@ class LLMReportWriter:
         cited: list[str] = []
         passages = ["Source passages:"]
         used = estimate_tokens(text)
-        for cid in ctx.chunk_ids:
+        for cid in ctx.passages:
             chunk = self.chunks.get(cid)
             if chunk is None:
                 continue

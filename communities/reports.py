@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import Callable, Collection, Protocol, Sequence
 
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
+from communities.drift import score_inputs
 from strata.records import Community, Finding, GraphSnapshot, Report
 from strata.settings import CommunitySettings
 
@@ -80,19 +81,21 @@ class ExtractiveReportWriter:
 
 
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
+                  settings: CommunitySettings,
                   existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None,
                   chunk_hashes: dict[str, str] | None = None, policy: str = "changed",
-                  force: Collection[str] = ()) -> tuple[list[Report], int]:
+                  force: Collection[str] = (), min_drift: float = 0.0) -> tuple[list[Report], int]:
     """Reports for the communities, deepest level first; returns (reports, how many were written anew).
 
     Policy ``changed`` rewrites a report whose fingerprint differs or that was marked stale, and keeps the
     others (nothing to re-summarize). Policy ``missing`` writes only communities that have no report yet and
     keeps every existing one as it is (the drift report then says how far each has drifted). Ids in ``force``
-    are rewritten either way (``strata drift --refresh``).
+    are rewritten either way (``strata drift --refresh``). With ``min_drift`` above 0, policy ``changed`` also
+    keeps a report whose inputs changed by a drift score below it (the drift report still shows the score).
     """
     if policy not in ("changed", "missing"):
         raise ValueError(f"unknown report policy {policy!r} (expected 'changed' or 'missing')")
-    index = GraphIndex(snapshot, chunk_hashes)
+    index = GraphIndex(snapshot, chunk_hashes, settings.report_passages)
     old = {r.community_id: r for r in existing}
     done: dict[str, Report] = {}
     children: dict[str, list[str]] = {}
@@ -102,15 +105,18 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     written = 0
     for c in sorted(communities, key=lambda c: (-c.level, c.id)):
         ctx = index.context(c)
-        fp = fingerprint(ctx)
+        manifest = inputs_manifest(ctx)
+        fp = fingerprint(ctx, manifest)
         prior = old.get(c.id)
         keep = prior is not None and c.id not in force and (
-            policy == "missing" or (prior.fingerprint == fp and not prior.stale))
+            policy == "missing" or (not prior.stale and (prior.fingerprint == fp or (
+                min_drift > 0 and prior.inputs and score_inputs(json.loads(prior.inputs), manifest,
+                                                                index.chunk_hashes)[0] < min_drift))))
         if keep:
             done[c.id] = prior  # type: ignore[assignment]
         else:
             report = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
-            done[c.id] = replace(report, inputs=json.dumps(inputs_manifest(ctx), sort_keys=True))
+            done[c.id] = replace(report, inputs=json.dumps(manifest, sort_keys=True))
             written += 1
         if on_progress:
             on_progress(1)

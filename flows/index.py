@@ -51,8 +51,8 @@ def extract_task(session: IndexSession, docs: list[Document]) -> int:
 
 
 @task(name="communities", cache_policy=NO_CACHE, retries=1)
-def communities_task(session: IndexSession):  # type: ignore[no-untyped-def]
-    return stage_communities(session)
+def communities_task(session: IndexSession, graph_changed: bool):  # type: ignore[no-untyped-def]
+    return stage_communities(session, graph_changed)
 
 
 @task(name="reports", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
@@ -76,7 +76,7 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
         remove_task(session, list(changes.deleted) + [d.id for d in changes.changed])
         for batch in batches(session, list(changes.new) + list(changes.changed)):
             extract_task(session, batch)
-        snapshot, communities = communities_task(session)
+        snapshot, communities = communities_task(session, bool(changes.new or changes.changed or changes.deleted))
         reports_task(session, snapshot, communities, report_policy)
         run = finish_task(session, snapshot)
     finally:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from communities.leiden import detect_communities
+from communities.leiden import changed_entities, detect_communities, entity_signatures
 from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
 from extraction.chunking import chunk_document
 from extraction.ledger import FailureLedger
@@ -56,6 +56,16 @@ class Workspace:
     @property
     def runs_path(self) -> Path:
         return self.root / "runs.jsonl"
+
+    @property
+    def communities_path(self) -> Path:
+        """The communities as the last finished run left them: the starting point of the next detection."""
+        return self.root / "communities.json"
+
+    @property
+    def signatures_path(self) -> Path:
+        """Entity signatures as the last finished run left them: what changed since is what gets re-clustered."""
+        return self.root / "entity_signatures.json"
 
     @property
     def pending_path(self) -> Path:
@@ -238,6 +248,7 @@ class IndexSession:
     progress: Progress
     own_store: bool
     started: float
+    recovering: bool = False
 
     def close(self) -> None:
         self.index.close()
@@ -257,13 +268,15 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
     client = open_llm(settings)
     ledger = FailureLedger(ws.root / "ledger.sqlite")
     extractor = make_extractor(settings, client)
+    recovering = ws.pending_path.exists()
     index, _ = load_or_rebuild_index(ws, store, settings, progress)
     # From here until the index is saved, a crash leaves the marker behind and the next run rebuilds the index.
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    return IndexSession(settings, ws, store, client, ledger, extractor, index, run, progress, own_store, time.perf_counter())
+    return IndexSession(settings, ws, store, client, ledger, extractor, index, run, progress, own_store,
+                        time.perf_counter(), recovering)
 
 
 def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
@@ -297,12 +310,30 @@ def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     return len(chunks)
 
 
-def stage_communities(session: IndexSession) -> tuple[GraphSnapshot, list[Community]]:
-    """Hierarchical Leiden on the whole graph, with ids carried over from the previous communities."""
+def _last_communities(ws: Workspace) -> list[Community] | None:
+    if not ws.communities_path.exists():
+        return None
+    rows = json.loads(ws.communities_path.read_text())
+    return [Community(r["id"], r["level"], r["parent_id"], tuple(r["entity_ids"])) for r in rows]
+
+
+def stage_communities(session: IndexSession, graph_changed: bool = True) -> tuple[GraphSnapshot, list[Community]]:
+    """Hierarchical Leiden on the whole graph, starting from the last finished run's communities (ids carried
+    over by overlap). When no document changed and the last run finished, the stored communities stand."""
     session.progress("communities", 0, None)
     snapshot = session.store.read_graph()
-    communities = detect_communities(snapshot, session.settings.communities, session.store.communities())
-    session.store.replace_communities(communities)
+    stored = session.store.communities()
+    if not graph_changed and not session.recovering and stored:
+        communities = stored
+    else:
+        previous = _last_communities(session.ws)
+        # What changed is read against the last finished run, so a run resumed after a crash decides the same.
+        signatures = session.ws.signatures_path
+        touched = (changed_entities(json.loads(signatures.read_text()), entity_signatures(snapshot))
+                   if signatures.exists() and previous is not None else None)
+        communities = detect_communities(snapshot, session.settings.communities, stored if previous is None else previous,
+                                         touched)
+        session.store.replace_communities(communities)
     session.run.entities, session.run.relations = len(snapshot.entities), len(snapshot.relations)
     session.run.communities, session.run.levels = len(communities), len({c.level for c in communities})
     return snapshot, communities
@@ -317,10 +348,12 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
     writer = make_report_writer(session.settings, session.client, store)
     existing = store.reports()
     progress("reports", 0, len(communities))
-    reports, written = write_reports(communities, snapshot, writer, existing,
+    reports, written = write_reports(communities, snapshot, writer, session.settings.communities, existing,
                                      on_progress=lambda n: progress("reports", n, len(communities)),
-                                     chunk_hashes=chunk_hashes, policy=policy, force=force)
-    store.save_reports([r for r in reports if r not in existing or r.community_id in force])
+                                     chunk_hashes=chunk_hashes, policy=policy, force=force,
+                                     min_drift=session.settings.communities.resummarize_min_drift)
+    kept = {r.community_id: r for r in existing}
+    store.save_reports([r for r in reports if kept.get(r.community_id) is not r])
     if policy == "changed":
         alive = {c.id for c in communities}
         store.delete_reports([r.community_id for r in existing if r.community_id not in alive])
@@ -335,6 +368,10 @@ def stage_finish(session: IndexSession, snapshot: GraphSnapshot) -> IndexRun:
     session.index.save(ws.index_dir)
     run.chunks_total = len(session.index)
     lexicon_from(snapshot, len(session.index)).save(ws.lexicon_path)
+    ws.signatures_path.write_text(json.dumps(entity_signatures(snapshot)))
+    ws.communities_path.write_text(json.dumps([
+        {"id": c.id, "level": c.level, "parent_id": c.parent_id, "entity_ids": list(c.entity_ids)}
+        for c in session.store.communities()]))
     ws.pending_path.unlink(missing_ok=True)
     run.failures = session.ledger.entries()
     if session.client is not None:
@@ -358,7 +395,7 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
         todo = list(changes.new) + list(changes.changed)
         progress("extract", 0, sum(len(chunk_document(d, settings.chunking)) for d in todo) or None)
         stage_extract(session, todo)
-        snapshot, communities = stage_communities(session)
+        snapshot, communities = stage_communities(session, bool(todo or changes.deleted))
         stage_reports(session, snapshot, communities, report_policy)
         return stage_finish(session, snapshot)
     finally:
@@ -426,7 +463,8 @@ def refresh_reports(settings: StrataSettings, threshold: float, progress: Progre
         snapshot = store.read_graph()
         chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
         writer = make_report_writer(settings, client, store)
-        reports, written = write_reports(communities, snapshot, writer, store.reports(), chunk_hashes=chunk_hashes,
+        reports, written = write_reports(communities, snapshot, writer, settings.communities, store.reports(),
+                                         chunk_hashes=chunk_hashes,
                                          policy="missing", force=force,
                                          on_progress=lambda n: progress("reports", n, len(communities)))
         refreshed = set(force) | set(missing)

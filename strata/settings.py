@@ -89,13 +89,17 @@ class CommunitySettings(BaseModel):
     resolution: float = Field(1.0, gt=0)
     seed: int = 42
     iterations: int = Field(2, ge=-1, description="Leiden iterations per partition; -1 iterates until stable")
+    incremental: bool = Field(True, description="on reindex, re-partition only the region a change touched")
     max_cluster_size: int = Field(10, ge=2)
     max_levels: int = Field(4, ge=1, le=12)
     identity_jaccard: float = Field(0.5, gt=0, le=1, description="minimum member overlap to keep a community's id")
     report_max_findings: int = Field(6, ge=1, le=50)
     report_context_tokens: int = Field(3000, ge=200)
+    report_passages: int = Field(8, ge=0, le=200, description="source passages a report is written from")
     drift_drifting: float = Field(0.1, ge=0, le=1, description="drift score at which a report is drifting")
     drift_stale: float = Field(0.35, ge=0, le=1, description="drift score at which a report is stale")
+    resummarize_min_drift: float = Field(
+        0.0, ge=0, le=1, description="on reindex, keep reports whose inputs drifted less than this (0: any change rewrites)")
 
 
 class RetrievalSettings(BaseModel):

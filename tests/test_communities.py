@@ -50,12 +50,13 @@ def test_reports_cite_member_chunks_and_are_kept_when_unchanged() -> None:
     comms = hierarchical_leiden([e.id for e in snap.entities],
                                 [WeightedEdge(r.source_id, r.target_id, r.weight) for r in snap.relations], CommunitySettings())
     writer = ExtractiveReportWriter(CommunitySettings())
-    reports, written = write_reports(comms, snap, writer)
+    reports, written = write_reports(comms, snap, writer, CommunitySettings())
     assert written == len(comms) == len(reports)
     index = GraphIndex(snap)
     for c, r in zip(comms, reports):
         ctx = index.context(c)
         assert r.findings and r.fingerprint == fingerprint(ctx)
         assert set(r.chunk_ids) <= set(ctx.chunk_ids) | {"x"}
-    again, written2 = write_reports(comms, snap, writer, existing=reports)
+        assert len(ctx.passages) <= CommunitySettings().report_passages
+    again, written2 = write_reports(comms, snap, writer, CommunitySettings(), existing=reports)
     assert written2 == 0 and again == reports

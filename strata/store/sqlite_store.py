@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS relations (id TEXT PRIMARY KEY, source_id TEXT NOT NU
 CREATE TABLE IF NOT EXISTS relation_chunks (relation_id TEXT NOT NULL REFERENCES relations(id) ON DELETE CASCADE,
   chunk_id TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, PRIMARY KEY (relation_id, chunk_id));
 CREATE INDEX IF NOT EXISTS relation_chunks_by_chunk ON relation_chunks(chunk_id);
+CREATE INDEX IF NOT EXISTS relations_by_source ON relations(source_id);
+CREATE INDEX IF NOT EXISTS relations_by_target ON relations(target_id);
 CREATE TABLE IF NOT EXISTS communities (id TEXT PRIMARY KEY, level INTEGER NOT NULL, parent_id TEXT);
 CREATE TABLE IF NOT EXISTS community_members (community_id TEXT NOT NULL REFERENCES communities(id) ON DELETE CASCADE,
   entity_id TEXT NOT NULL, PRIMARY KEY (community_id, entity_id));
@@ -132,29 +134,49 @@ class SQLiteGraphStore:
     def delete_document(self, document_id: str) -> DeletionResult:
         with self._tx() as db:
             chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
+            if not chunk_ids:
+                db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
+                return DeletionResult(document_id, 0, 0, 0, 0)
+            db.execute("CREATE TEMP TABLE IF NOT EXISTS gone_chunks (id TEXT PRIMARY KEY)")
+            db.execute("DELETE FROM gone_chunks")
+            db.executemany("INSERT INTO gone_chunks(id) VALUES (?)", [(c,) for c in chunk_ids])
+            rel_ids = [r[0] for r in db.execute(
+                "SELECT DISTINCT relation_id FROM relation_chunks WHERE chunk_id IN (SELECT id FROM gone_chunks)")]
             touched = {r[0] for r in db.execute(
-                "SELECT DISTINCT entity_id FROM mentions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)",
-                (document_id,))}
-            touched |= {r[0] for r in db.execute(
-                "SELECT DISTINCT x FROM (SELECT source_id AS x, relation_id FROM relations JOIN relation_chunks ON id = relation_id "
-                "UNION SELECT target_id, relation_id FROM relations JOIN relation_chunks ON id = relation_id) "
-                "WHERE relation_id IN (SELECT relation_id FROM relation_chunks WHERE chunk_id IN "
-                "(SELECT id FROM chunks WHERE document_id = ?))", (document_id,))}
+                "SELECT DISTINCT entity_id FROM mentions WHERE chunk_id IN (SELECT id FROM gone_chunks)")}
+            for i in range(0, len(rel_ids), 500):
+                part = rel_ids[i:i + 500]
+                marks = ",".join("?" * len(part))
+                for row in db.execute(f"SELECT source_id, target_id FROM relations WHERE id IN ({marks})", part):
+                    touched.update(row)
             marked = 0
-            if touched:
-                marks = ",".join("?" * len(touched))
-                cur = db.execute(
+            touched_list = sorted(touched)
+            for i in range(0, len(touched_list), 500):
+                part = touched_list[i:i + 500]
+                marks = ",".join("?" * len(part))
+                marked += db.execute(
                     f"UPDATE reports SET stale = 1 WHERE stale = 0 AND community_id IN "
-                    f"(SELECT community_id FROM community_members WHERE entity_id IN ({marks}))", sorted(touched))
-                marked = cur.rowcount
-            db.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)", (document_id,))
-            db.execute("DELETE FROM relation_chunks WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)", (document_id,))
-            rel_removed = db.execute(
-                "DELETE FROM relations WHERE id NOT IN (SELECT relation_id FROM relation_chunks)").rowcount
-            ent_removed = db.execute(
-                "DELETE FROM entities WHERE id NOT IN (SELECT entity_id FROM mentions)").rowcount
-            rel_removed += db.execute(
-                "DELETE FROM relations WHERE source_id NOT IN (SELECT id FROM entities) OR target_id NOT IN (SELECT id FROM entities)").rowcount
+                    f"(SELECT community_id FROM community_members WHERE entity_id IN ({marks}))", part).rowcount
+            db.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT id FROM gone_chunks)")
+            db.execute("DELETE FROM relation_chunks WHERE chunk_id IN (SELECT id FROM gone_chunks)")
+            rel_removed = ent_removed = 0
+            for i in range(0, len(rel_ids), 500):
+                part = rel_ids[i:i + 500]
+                marks = ",".join("?" * len(part))
+                rel_removed += db.execute(
+                    f"DELETE FROM relations WHERE id IN ({marks}) AND id NOT IN "
+                    f"(SELECT relation_id FROM relation_chunks WHERE relation_id IN ({marks}))", part + part).rowcount
+            for i in range(0, len(touched_list), 500):
+                part = touched_list[i:i + 500]
+                marks = ",".join("?" * len(part))
+                orphans = [r[0] for r in db.execute(
+                    f"SELECT id FROM entities WHERE id IN ({marks}) AND id NOT IN "
+                    f"(SELECT entity_id FROM mentions WHERE entity_id IN ({marks}))", part + part)]
+                if orphans:
+                    om = ",".join("?" * len(orphans))
+                    rel_removed += db.execute(
+                        f"DELETE FROM relations WHERE source_id IN ({om}) OR target_id IN ({om})", orphans + orphans).rowcount
+                    ent_removed += db.execute(f"DELETE FROM entities WHERE id IN ({om})", orphans).rowcount
             db.execute("DELETE FROM chunks WHERE document_id = ?", (document_id,))
             db.execute("DELETE FROM documents WHERE id = ?", (document_id,))
         return DeletionResult(document_id, len(chunk_ids), ent_removed, rel_removed, marked)
