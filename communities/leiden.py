@@ -182,13 +182,13 @@ def changed_entities(previous: dict[str, str], current: dict[str, str]) -> set[s
 
 def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], settings: CommunitySettings,
                           previous: Sequence[Community], touched: set[str]) -> list[Community]:
-    """Update a previous hierarchy after a change, keeping every community the change did not touch.
+    """Update a previous hierarchy after a change, keeping every community the change did not reach.
 
-    At each level, inside each community being split, previous communities whose members all still exist and
-    include no touched entity are kept with their whole subtree. Only the remaining entities (touched ones, new
-    ones, and members of communities that lost their integrity) are partitioned again, starting from their
-    previous labels. Kept communities keep their ids and so their reports; the price is that a touched entity
-    cannot move into a kept community (run with ``communities.incremental = false`` now and then to re-optimize).
+    At each level, inside each community being split, the previous communities whose members all still exist
+    and include no touched entity are contracted into single weighted nodes (internal edges become self-loops,
+    so modularity is measured exactly as on the expanded graph) and Leiden runs on that small graph, starting
+    from the previous labels. A contracted community that comes out alone is kept with its whole subtree, id and
+    report; one that absorbed other nodes or merged with another is expanded and split again like any new one.
     """
     g = build_graph(nodes, edges)
     index = {name: i for i, name in enumerate(g.vs["name"])}
@@ -201,35 +201,55 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
             children.setdefault(c.parent_id, []).append(c)
     owner = {(c.level, e): c.id for c in previous for e in c.entity_ids}
     out: list[Community] = []
+    contracted = settings.model_copy(update={"engine": "leidenalg"})
 
     def keep_subtree(c: Community, parent: str | None) -> None:
         out.append(Community(c.id, c.level, parent, c.entity_ids))
         for child in children.get(c.id, []):
             keep_subtree(child, c.id)
 
-    # Work list: (member names, level, parent id, previous communities at this level inside the members).
     frontier: list[tuple[set[str], int, str | None]] = [(present, 0, None)]
     while frontier:
         members, level, parent = frontier.pop(0)
         candidates = {owner[(level, e)] for e in members if (level, e) in owner}
-        prev_here = [c for c in by_level.get(level, []) if c.id in candidates]
-        frozen = [c for c in prev_here if set(c.entity_ids) <= members and not (set(c.entity_ids) & touched)]
-        rest = set(members)
-        for c in frozen:
-            keep_subtree(c, parent)
-            rest -= set(c.entity_ids)
-        if len(rest) < 2:
+        frozen = [c for c in by_level.get(level, []) if c.id in candidates
+                  and set(c.entity_ids) <= members and not (set(c.entity_ids) & touched)]
+        # Contract: each frozen community becomes one vertex; every other member stays a vertex of its own.
+        group_of: dict[str, int] = {}
+        labels: list[str] = []
+        for c in sorted(frozen, key=lambda c: c.id):
+            for e in c.entity_ids:
+                group_of[e] = len(labels)
+            labels.append(c.id)
+        for e in sorted(members - set(group_of)):
+            group_of[e] = len(labels)
+            labels.append(e)
+        if len(labels) < 2 and not frozen:
             continue
-        vertices = sorted(index[n] for n in rest)
-        sub = g.induced_subgraph(vertices)
-        membership = partition(sub, settings, _initial(sub.vs["name"], level, {k: v for k, v in owner.items() if k[0] == level}))
-        groups: dict[int, list[str]] = {}
-        for local, label in enumerate(membership):
-            groups.setdefault(label, []).append(sub.vs[local]["name"])
+        sub = g.induced_subgraph(sorted(index[e] for e in members))
+        mapping = [group_of[name] for name in sub.vs["name"]]
+        sub.contract_vertices(mapping, combine_attrs="first")
+        sub.simplify(multiple=True, loops=False, combine_edges={"weight": "sum"})
+        prev = {k: v for k, v in owner.items() if k[0] == level}
+        initial_keys = [lab if lab in {c.id for c in frozen} else prev.get((level, lab), "\x00" + lab) for lab in labels]
+        ids: dict[str, int] = {}
+        initial = [ids.setdefault(k, len(ids)) for k in initial_keys]
+        # leidenalg measures modularity with self-loops as on the expanded graph (igraph's built-in Leiden does
+        # not, and would merge contracted communities); these contracted graphs are small.
+        membership = partition(sub, contracted, initial) if sub.vcount() > 1 else [0] * sub.vcount()
+        groups: dict[int, list[int]] = {}
+        for v, label in enumerate(membership):
+            groups.setdefault(label, []).append(v)
+        frozen_by_id = {c.id: c for c in frozen}
         if level > 0 and len(groups) <= 1 and not frozen:
             continue
-        for label in sorted(groups, key=lambda k: (-len(groups[k]), min(groups[k]))):
-            names = sorted(groups[label])
+        for label in sorted(groups, key=lambda k: min(groups[k])):
+            verts = groups[label]
+            if len(verts) == 1 and labels[verts[0]] in frozen_by_id:
+                keep_subtree(frozen_by_id[labels[verts[0]]], parent)
+                continue
+            names = sorted(e for v in verts for e in (
+                frozen_by_id[labels[v]].entity_ids if labels[v] in frozen_by_id else (labels[v],)))
             if len(names) < 2:
                 continue
             cid = community_id(level, names)
@@ -246,10 +266,11 @@ def detect_communities(snapshot: GraphSnapshot, settings: CommunitySettings, pre
     Given the entities that changed since ``previous`` was computed (and ``settings.incremental``), the
     hierarchy is updated with :func:`incremental_hierarchy`, which keeps every community the change did not
     touch; otherwise the whole hierarchy is computed, starting from the previous partition where there is one.
+    (Incremental updates need the modularity objective: CPM on contracted communities would need node sizes.)
     """
     nodes = [e.id for e in snapshot.entities]
     edges = edges_from_snapshot(snapshot)
-    if previous and touched is not None and settings.incremental:
+    if previous and touched is not None and settings.incremental and settings.objective == "modularity":
         found = incremental_hierarchy(nodes, edges, settings, previous, touched)
         kept = {c.id for c in previous}
         fresh = [c for c in found if c.id not in kept]

@@ -60,3 +60,24 @@ def test_reports_cite_member_chunks_and_are_kept_when_unchanged() -> None:
         assert len(ctx.passages) <= CommunitySettings().report_passages
     again, written2 = write_reports(comms, snap, writer, CommunitySettings(), existing=reports)
     assert written2 == 0 and again == reports
+
+
+def test_incremental_update_keeps_untouched_communities() -> None:
+    from communities.leiden import changed_entities, entity_signatures
+
+    snap = planted(6, 15)
+    s = CommunitySettings(max_cluster_size=10)
+    before = detect_communities(snap, s)
+    # Change one group: a member gets a new description and a new relation inside its group.
+    group = [e for e in snap.entities if e.id.startswith("e02_")]
+    edited = tuple(Entity(e.id, e.name, e.type, e.description + " (edited)" if e.id == group[0].id else e.description,
+                          e.chunk_ids) for e in snap.entities)
+    extra = Relation("r_new", group[0].id, group[5].id, "new link", ("c2",))
+    after_snap = GraphSnapshot(edited, snap.relations + (extra,))
+    touched = changed_entities(entity_signatures(snap), entity_signatures(after_snap))
+    assert touched == {group[0].id, group[5].id}
+    after = detect_communities(after_snap, s, before, touched)
+    untouched_before = {c.id: c for c in before if not set(c.entity_ids) & touched}
+    after_by_id = {c.id: c for c in after}
+    assert untouched_before and all(after_by_id.get(cid) == c for cid, c in untouched_before.items())
+    assert {e for c in after if c.level == 0 for e in c.entity_ids} == {e.id for e in snap.entities}
