@@ -87,8 +87,8 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
                   force: Collection[str] = (), min_drift: float = 0.0) -> tuple[list[Report], int]:
     """Reports for the communities, deepest level first; returns (reports, how many were written anew).
 
-    Policy ``changed`` rewrites a report whose fingerprint differs or that was marked stale, and keeps the
-    others (nothing to re-summarize). Policy ``missing`` writes only communities that have no report yet and
+    Policy ``changed`` rewrites a report whose fingerprint differs and keeps the others (nothing to
+    re-summarize; a stale mark left by deleting a document that came back unchanged is cleared). Policy ``missing`` writes only communities that have no report yet and
     keeps every existing one as it is (the drift report then says how far each has drifted). Ids in ``force``
     are rewritten either way (``strata drift --refresh``). With ``min_drift`` above 0, policy ``changed`` also
     keeps a report whose inputs changed by a drift score below it (the drift report still shows the score).
@@ -109,10 +109,13 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
         fp = fingerprint(ctx, manifest)
         prior = old.get(c.id)
         keep = prior is not None and c.id not in force and (
-            policy == "missing" or (not prior.stale and (prior.fingerprint == fp or (
-                min_drift > 0 and prior.inputs and score_inputs(json.loads(prior.inputs), manifest,
-                                                                index.chunk_hashes)[0] < min_drift))))
-        if keep:
+            policy == "missing" or prior.fingerprint == fp or (
+                min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
+                                                                      index.chunk_hashes)[0] < min_drift))
+        if keep and policy == "changed" and prior.stale and prior.fingerprint == fp:
+            # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added).
+            done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
+        elif keep:
             done[c.id] = prior  # type: ignore[assignment]
         else:
             report = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
