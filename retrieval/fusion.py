@@ -1,8 +1,10 @@
-"""Weighted Reciprocal Rank Fusion: score(d) = sum_i w_i / (k + rank_i(d)), ranks starting at 1."""
+"""Fusion of the two rankings: weighted Reciprocal Rank Fusion (score(d) = sum_i w_i / (k + rank_i(d)), ranks
+from 1), query-adaptive weights, a convex combination of min-max-normalized scores, and a lexical rerank."""
 
 from __future__ import annotations
 
-from typing import Hashable, Sequence, TypeVar
+import re
+from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -17,3 +19,59 @@ def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]]], k: float = 6
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     order = {item: i for i, item in enumerate(scores)}
     return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def convex_combination(sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[K, float]], alpha: float) -> list[tuple[K, float]]:
+    """alpha * minmax(sparse) + (1 - alpha) * minmax(dense); an id missing from a list scores 0 there."""
+
+    def norm(items: Sequence[tuple[K, float]]) -> dict[K, float]:
+        if not items:
+            return {}
+        vals = [v for _, v in items]
+        lo, hi = min(vals), max(vals)
+        return {k: (v - lo) / (hi - lo) if hi > lo else 1.0 for k, v in items}
+
+    ns, nd = norm(sparse), norm(dense)
+    keys = list(dict.fromkeys([k for k, _ in sparse] + [k for k, _ in dense]))
+    scored = [(k, alpha * ns.get(k, 0.0) + (1 - alpha) * nd.get(k, 0.0)) for k in keys]
+    order = {k: i for i, k in enumerate(keys)}
+    return sorted(scored, key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|`[^`]+`")
+_LEXICAL = re.compile(r"\b[A-Z]{2,}[A-Z0-9_-]*\b|\b\w*\d\w*\b|\b\w+[_.-]\w+\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+
+
+def adapt_weights(query: str, sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[K, float]],
+                  sparse_weight: float, dense_weight: float, depth: int = 10) -> tuple[float, float]:
+    """Weights adapted to the query and to how far the two engines agree.
+
+    - Exact-match cues (identifiers, codes, numbers, quoted phrases, acronyms) favour BM25: each doubles its
+      weight, up to four times.
+    - When the two top-``depth`` lists share almost nothing, the dense list is likely off the query's literal
+      topic, so its weight is halved; when they agree, fusion is safe and the weights stand.
+    """
+    cues = len(_QUOTED.findall(query)) + len(_LEXICAL.findall(query))
+    if cues:
+        sparse_weight *= min(4.0, 2.0 ** cues)
+    top_s = {k for k, _ in sparse[:depth]}
+    top_d = {k for k, _ in dense[:depth]}
+    agreement = len(top_s & top_d) / max(1, min(depth, len(top_s), len(top_d)))
+    if agreement < 0.2:
+        dense_weight *= 0.5
+    return sparse_weight, dense_weight
+
+
+def lexical_rerank(query: str, order: Sequence[int], rows: Sequence[Any], tokenizer: Callable[[str], list[str]],
+                   rrf: dict[int, float], settings: Any) -> list[int]:
+    """Reorder candidates by fused score times (1 + overlap bonus + exact-phrase bonus)."""
+    q_terms = set(tokenizer(query))
+    phrase = " ".join(query.lower().split())
+    scored = []
+    for pos, row in enumerate(order):
+        text = rows[row].text
+        overlap = len(q_terms & set(tokenizer(text))) / len(q_terms) if q_terms else 0.0
+        exact = 1.0 if len(phrase.split()) >= 2 and phrase in " ".join(text.lower().split()) else 0.0
+        bonus = 1 + settings.rerank_overlap_weight * overlap + settings.rerank_phrase_weight * exact
+        scored.append((-rrf.get(row, 0.0) * bonus, pos, row))
+    return [row for _, _, row in sorted(scored)]

@@ -19,8 +19,9 @@ import numpy as np
 
 from retrieval.bm25 import BM25Index
 from retrieval.embed import Embedder, make_embedder
+from retrieval.vector_cache import VectorCache
 from retrieval.filters import filter_mask, parse_filter
-from retrieval.fusion import weighted_rrf
+from retrieval.fusion import adapt_weights, convex_combination, lexical_rerank, weighted_rrf
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
 from strata.records import Chunk
@@ -84,11 +85,14 @@ def _fields(c: Chunk) -> dict[str, Any]:
 
 
 class ChunkIndex:
-    def __init__(self, settings: RetrievalSettings) -> None:
+    def __init__(self, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
+                 vector_cache: VectorCache | None = None, llm: Any = None) -> None:
         self.settings = settings
         self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming))
-        self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
-        self.embedder = make_embedder(settings.embedder, settings.hashing_dim)
+        self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon, settings.bm25_dtype)
+        self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
+                                       settings.embedding_dim) if embedder == "settings" else embedder)  # type: ignore[assignment]
+        self.vector_cache = vector_cache
         self.vectors = VectorIndex(self.embedder.dim) if self.embedder else None
         self.rows: list[IndexedChunk] = []
         self.by_id: dict[str, int] = {}
@@ -99,6 +103,34 @@ class ChunkIndex:
     @property
     def dense_name(self) -> str:
         return self.embedder.name if self.embedder else "none"
+
+    @property
+    def default_dense_weight(self) -> float:
+        """The configured dense weight, or 1.0 with a semantic embedder and 0 (BM25 alone) without one."""
+        if self.settings.dense_weight is not None:
+            return self.settings.dense_weight
+        return 1.0 if self.embedder is not None and getattr(self.embedder, "semantic", False) else 0.0
+
+    def describe(self) -> str:
+        """Which engines a default search uses, in words (printed by the CLI)."""
+        if self.embedder is None:
+            return "BM25 alone (no embedder configured)"
+        if self.default_dense_weight == 0:
+            return f"BM25 alone ({self.embedder.name} is not a semantic embedder; its fusion would lower quality)"
+        return f"BM25 + {self.embedder.name}, {self.settings.fusion} fusion"
+
+    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        assert self.embedder is not None
+        if self.vector_cache is None:
+            return self.embedder.embed([c.text for c in chunks])
+        cached = self.vector_cache.get_many(self.embedder.name, [c.content_hash for c in chunks], self.embedder.dim)
+        missing = [c for c in chunks if c.content_hash not in cached]
+        if missing:
+            fresh = self.embedder.embed([c.text for c in missing])
+            new = {c.content_hash: v for c, v in zip(missing, fresh)}
+            self.vector_cache.put_many(self.embedder.name, new)
+            cached.update(new)
+        return np.stack([cached[c.content_hash] for c in chunks]) if chunks else np.zeros((0, self.embedder.dim), np.float32)
 
     def __len__(self) -> int:
         return int(self.bm25.alive.sum())
@@ -112,7 +144,7 @@ class ChunkIndex:
             part = chunks[start:start + batch]
             rows = self.bm25.add(self.tokenizer(c.text) for c in part)
             if self.vectors is not None and self.embedder is not None:
-                self.vectors.add(self.embedder.embed([c.text for c in part]))
+                self.vectors.add(self._embed(part))
             for row, c in zip(rows, part):
                 self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, _fields(c)))
                 self.by_id[c.id] = row
@@ -132,9 +164,14 @@ class ChunkIndex:
 
     # -- searching ------------------------------------------------------------------------------------------
     def search(self, text: str, top_k: int, dense_weight: float | None = None, sparse_weight: float | None = None,
-               rrf_k: float | None = None, metadata_filter: dict[str, Any] | None = None) -> list[Hit]:
+               rrf_k: float | None = None, metadata_filter: dict[str, Any] | None = None,
+               fusion: str | None = None) -> list[Hit]:
+        """Fused search. Weights given by the caller are used exactly (the memory-query contract); without
+        them the defaults apply, adapted to the query when ``retrieval.fusion`` is ``adaptive``."""
         s = self.settings
-        dense_weight = s.dense_weight if dense_weight is None else dense_weight
+        fusion = fusion or s.fusion
+        explicit = dense_weight is not None or sparse_weight is not None
+        dense_weight = self.default_dense_weight if dense_weight is None else dense_weight
         sparse_weight = s.sparse_weight if sparse_weight is None else sparse_weight
         rrf_k = s.rrf_k if rrf_k is None else rrf_k
         conds = parse_filter(metadata_filter)
@@ -151,13 +188,22 @@ class ChunkIndex:
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
             dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]
+        if not explicit and fusion == "adaptive" and sparse and dense:
+            sparse_weight, dense_weight = adapt_weights(text, sparse, dense, sparse_weight, dense_weight)
         s_rank = {row: i for i, (row, _) in enumerate(sparse, start=1)}
         d_rank = {row: i for i, (row, _) in enumerate(dense, start=1)}
         fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])], k=rrf_k)
+        rrf = dict(fused)
+        if fusion == "convex" and sparse and dense:
+            order = [row for row, _ in convex_combination(sparse, dense, s.convex_alpha)]
+        else:
+            order = [row for row, _ in fused]
+        if s.rerank:
+            order = lexical_rerank(text, order[: top_k * 2], self.rows, self.tokenizer, rrf, s) + order[top_k * 2:]
         hits = []
-        for row, score in fused[:top_k]:
+        for row in order[:top_k]:
             r = self.rows[row]
-            hits.append(Hit(r.chunk_id, score, r.text, r.source, r.document_id, s_rank.get(row), d_rank.get(row)))
+            hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row), d_rank.get(row)))
         return hits
 
     def close(self) -> None:
@@ -169,7 +215,7 @@ class ChunkIndex:
     def _signature(self) -> dict[str, Any]:
         s = self.settings
         return {"format": FORMAT_VERSION, "k1": s.bm25_k1, "b": s.bm25_b, "epsilon": s.bm25_epsilon,
-                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name}
+                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name, "dtype": s.bm25_dtype}
 
     def save(self, folder: Path) -> None:
         """Write the index to ``folder`` atomically (a temporary folder renamed over the old one)."""
@@ -198,34 +244,22 @@ class ChunkIndex:
 
     def _compact(self, live: np.ndarray) -> None:
         """Rebuild without dead rows (keeps stored term frequencies; re-embeds nothing)."""
-        rows = [self.rows[i] for i in live]
-        old_bm25 = self.bm25
-        keep = old_bm25.alive[old_bm25._row]
-        remap = np.full(len(self.rows), -1, np.int64)
-        remap[live] = np.arange(live.size)
-        fresh = BM25Index(old_bm25.k1, old_bm25.b, old_bm25.epsilon, old_bm25.dtype.name)
-        fresh.vocab = old_bm25.vocab
-        fresh._term = old_bm25._term[keep]
-        fresh._row = remap[old_bm25._row[keep]].astype(np.int32)
-        fresh._tf = old_bm25._tf[keep]
-        fresh.doc_len = old_bm25.doc_len[live]
-        fresh.alive = np.ones(live.size, bool)
-        fresh.commit()
-        self.bm25 = fresh
-        self.sparse = SparseEngine(self.tokenizer, fresh)
+        self.bm25 = self.bm25.compact(live)
+        self.sparse = SparseEngine(self.tokenizer, self.bm25)
         if self.vectors is not None:
             self.vectors.matrix = self.vectors.matrix[live]
-        self.rows = rows
-        self.by_id = {r.chunk_id: i for i, r in enumerate(rows)}
+        self.rows = [self.rows[i] for i in live]
+        self.by_id = {r.chunk_id: i for i, r in enumerate(self.rows)}
 
     @classmethod
-    def load(cls, folder: Path, settings: RetrievalSettings) -> "ChunkIndex":
+    def load(cls, folder: Path, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
+             vector_cache: VectorCache | None = None, llm: Any = None) -> "ChunkIndex":
         folder = Path(folder)
         meta_path = folder / "index.json"
         if not meta_path.exists():
             raise FileNotFoundError(f"{folder}: no chunk index here; run `strata index <folder>` first")
         meta = json.loads(meta_path.read_text())
-        idx = cls(settings)
+        idx = cls(settings, embedder, vector_cache, llm)
         expected = idx._signature()
         diff = {k: (meta.get(k), v) for k, v in expected.items() if meta.get(k) != v}
         if diff:

@@ -72,7 +72,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
     else:
-        table = Table(title=f"strata index {folder} — mode: {run.mode}, store: {run.store}, embedder: {run.embedder}")
+        table = Table(title=f"strata index {folder} — mode: {run.mode}, store: {run.store}, retrieval: {run.embedder}")
         table.add_column("what")
         table.add_column("count", justify="right")
         for key in ("documents", "new", "changed", "deleted", "unchanged", "chunks_extracted", "chunks_total",
@@ -187,7 +187,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK
     out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
-    out.print(f"[bold]mode:[/bold] {answer.mode}")
+    out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]retrieval:[/bold] {engine.index.describe()}")
     out.print()
     out.print(answer.text, markup=False, highlight=False)
     out.print()

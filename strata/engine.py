@@ -26,7 +26,7 @@ class Engine:
     def __init__(self, settings: StrataSettings) -> None:
         self.settings = settings
         self.ws = Workspace(Path(settings.data_dir))
-        self.index = ChunkIndex.load(self.ws.index_dir, settings.retrieval)
+        self.index = ChunkIndex.load(self.ws.index_dir, settings.retrieval, llm=settings.llm)
         self.lexicon = EntityLexicon.load(self.ws.lexicon_path)
         self._reports = None
         self._client: "LLMClient | None" = None
@@ -65,8 +65,11 @@ class Engine:
 
     def query(self, request: MemoryQueryRequest) -> MemoryQueryResponse:
         hp = request.hybrid_params
-        hits = self.index.search(request.search_text, request.top_k, hp.dense_weight, hp.sparse_weight,
-                                 hp.rrf_k_constant, request.metadata_filter)
+        if hp is None:
+            hits = self.index.search(request.search_text, request.top_k, metadata_filter=request.metadata_filter)
+        else:
+            hits = self.index.search(request.search_text, request.top_k, hp.dense_weight, hp.sparse_weight,
+                                     hp.rrf_k_constant, request.metadata_filter, fusion="rrf")
         results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source) for h in hits]
         return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results)
 

@@ -22,6 +22,7 @@ from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 from extraction.types import Extractor
 from retrieval.index import ChunkIndex, IndexMismatchError
+from retrieval.vector_cache import VectorCache
 from retrieval.router import EntityLexicon, KnownEntity
 from strata.records import Chunk, Community, Document, GraphSnapshot, LoadProblem
 from strata.settings import StrataSettings
@@ -219,12 +220,13 @@ def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
 def load_or_rebuild_index(ws: Workspace, store: GraphStore, settings: StrataSettings, progress: Progress) -> tuple[ChunkIndex, bool]:
     """The stored chunk index, or one rebuilt from the store's chunks when the last run did not finish (its
     marker file is still there), the index is missing, or it was built with other settings."""
+    cache = VectorCache(ws.root / "vectors.sqlite")
     try:
         if not ws.pending_path.exists():
-            return ChunkIndex.load(ws.index_dir, settings.retrieval), False
+            return ChunkIndex.load(ws.index_dir, settings.retrieval, vector_cache=cache, llm=settings.llm), False
     except (FileNotFoundError, IndexMismatchError, ValueError, KeyError, OSError):
         pass
-    index = ChunkIndex(settings.retrieval)
+    index = ChunkIndex(settings.retrieval, vector_cache=cache, llm=settings.llm)
     chunks = store.all_chunks()
     if chunks:
         progress("index", 0, len(chunks))
@@ -252,6 +254,8 @@ class IndexSession:
 
     def close(self) -> None:
         self.index.close()
+        if self.index.vector_cache is not None:
+            self.index.vector_cache.close()
         self.ledger.close()
         if self.client is not None:
             self.client.close()
@@ -272,7 +276,7 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
     index, _ = load_or_rebuild_index(ws, store, settings, progress)
     # From here until the index is saved, a crash leaves the marker behind and the next run rebuilds the index.
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-    run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
+    run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=index.describe(),
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     return IndexSession(settings, ws, store, client, ledger, extractor, index, run, progress, own_store,
@@ -306,7 +310,8 @@ def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     session.run.failed_chunks += failed
     session.run.chunks_extracted += len(chunks)
     if chunks:
-        session.index.add(chunks)
+        session.progress("embed", 0, len(chunks))
+        session.index.add(chunks, on_progress=lambda n: session.progress("embed", n, len(chunks)))
     return len(chunks)
 
 

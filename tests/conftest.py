@@ -10,6 +10,8 @@ import pytest
 from strata.settings import StoreSettings, StrataSettings
 
 ROOT = Path(__file__).resolve().parents[1]
+# Most tests use the fast deterministic hashing embedder; tests of MiniLM construct it explicitly.
+os.environ.setdefault("STRATA_RETRIEVAL__EMBEDDER", "hashing")
 SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 

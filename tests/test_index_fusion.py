@@ -31,7 +31,7 @@ def chunks() -> list[Chunk]:
 
 @pytest.fixture
 def index() -> ChunkIndex:
-    idx = ChunkIndex(RetrievalSettings())
+    idx = ChunkIndex(RetrievalSettings(embedder="hashing"))
     idx.add(chunks())
     return idx
 
@@ -58,12 +58,12 @@ def test_bad_filter_names_the_problem() -> None:
 def test_save_load_round_trip_and_removal(index: ChunkIndex, tmp_path: Path) -> None:
     before = index.search("billing-service PostgreSQL", 4)
     index.save(tmp_path / "idx")
-    loaded = ChunkIndex.load(tmp_path / "idx", RetrievalSettings())
+    loaded = ChunkIndex.load(tmp_path / "idx", RetrievalSettings(embedder="hashing"))
     assert loaded.search("billing-service PostgreSQL", 4) == before
     loaded.remove_documents(["c"])
     assert all(h.document_id != "c" for h in loaded.search("billing-service PostgreSQL", 4))
     loaded.save(tmp_path / "idx")
-    again = ChunkIndex.load(tmp_path / "idx", RetrievalSettings())
+    again = ChunkIndex.load(tmp_path / "idx", RetrievalSettings(embedder="hashing"))
     assert len(again) == 3 and "c#0000" not in again.by_id
 
 
@@ -79,7 +79,7 @@ def test_both_engines_run_concurrently(index: ChunkIndex) -> None:
     index.sparse = Slow(index.sparse, "bm25")
     index.dense = Slow(index.dense, "dense")
     start = time.perf_counter()
-    hits = index.search("billing-service", 2)
+    hits = index.search("billing-service", 2, dense_weight=1.0, sparse_weight=1.0)
     elapsed = time.perf_counter() - start
     assert hits and elapsed < 0.75  # sequential would take at least 0.8 s
 

