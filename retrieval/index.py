@@ -20,7 +20,7 @@ import numpy as np
 from retrieval.bm25 import BM25Index
 from retrieval.embed import Embedder, make_embedder
 from retrieval.vector_cache import VectorCache
-from retrieval.filters import filter_mask, parse_filter
+from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, lexical_rerank, weighted_rrf
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
@@ -93,12 +93,13 @@ class ChunkIndex:
         self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
                                        settings.embedding_dim) if embedder == "settings" else embedder)  # type: ignore[assignment]
         self.vector_cache = vector_cache
-        self.vectors = VectorIndex(self.embedder.dim) if self.embedder else None
+        self.vectors = VectorIndex(self.embedder.dim, settings.hnsw_threshold) if self.embedder else None
         self.rows: list[IndexedChunk] = []
         self.by_id: dict[str, int] = {}
         self.sparse: RankingEngine = SparseEngine(self.tokenizer, self.bm25)
         self.dense: RankingEngine | None = DenseEngine(self.embedder, self.vectors) if self.embedder and self.vectors else None
         self._pool: ThreadPoolExecutor | None = None
+        self._columns: ColumnIndex | None = None
 
     @property
     def dense_name(self) -> str:
@@ -138,6 +139,7 @@ class ChunkIndex:
     # -- building -------------------------------------------------------------------------------------------
     def add(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None, batch: int = 256) -> None:
         """Add (or replace) chunks; replaced chunks' old rows are deleted first."""
+        self._columns = None
         replaced = [self.by_id[c.id] for c in chunks if c.id in self.by_id]
         self.bm25.delete(replaced)
         for start in range(0, len(chunks), batch):
@@ -151,6 +153,8 @@ class ChunkIndex:
             if on_progress:
                 on_progress(len(part))
         self.bm25.commit()
+        if self.vectors is not None:
+            self.vectors.build_ann()
 
     def remove_documents(self, document_ids: Iterable[str]) -> int:
         """Delete every chunk of the given documents; returns how many rows were removed."""
@@ -175,7 +179,12 @@ class ChunkIndex:
         sparse_weight = s.sparse_weight if sparse_weight is None else sparse_weight
         rrf_k = s.rrf_k if rrf_k is None else rrf_k
         conds = parse_filter(metadata_filter)
-        mask = filter_mask([r.fields for r in self.rows], conds, self.bm25.alive) if conds else self.bm25.alive
+        if conds:
+            if self._columns is None or self._columns.n != len(self.rows):
+                self._columns = ColumnIndex([r.fields for r in self.rows])
+            mask = self._columns.mask(conds, self.bm25.alive)
+        else:
+            mask = self.bm25.alive
         depth = top_k * s.candidate_multiplier
         use_dense = self.dense is not None and dense_weight > 0
         use_sparse = sparse_weight > 0
@@ -248,8 +257,11 @@ class ChunkIndex:
         self.sparse = SparseEngine(self.tokenizer, self.bm25)
         if self.vectors is not None:
             self.vectors.matrix = self.vectors.matrix[live]
+            self.vectors._hnsw, self.vectors._hnsw_rows = None, 0  # row numbers changed: rebuild the graph
+            self.vectors.build_ann()
         self.rows = [self.rows[i] for i in live]
         self.by_id = {r.chunk_id: i for i, r in enumerate(self.rows)}
+        self._columns = None
 
     @classmethod
     def load(cls, folder: Path, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
@@ -268,7 +280,7 @@ class ChunkIndex:
         idx.bm25 = BM25Index.load(folder)
         idx.sparse = SparseEngine(idx.tokenizer, idx.bm25)
         if idx.vectors is not None and idx.embedder is not None:
-            idx.vectors = VectorIndex.load(folder, idx.embedder.dim)
+            idx.vectors = VectorIndex.load(folder, idx.embedder.dim, settings.hnsw_threshold)
             idx.dense = DenseEngine(idx.embedder, idx.vectors)
         with open(folder / "chunks.jsonl", encoding="utf-8") as fh:
             for i, line in enumerate(fh):

@@ -1,6 +1,9 @@
-"""Exact dense search: one float32 matrix, a matrix-vector product and argpartition.
+"""Dense search: exact float32 numpy below a size threshold, HNSW (hnswlib) above it.
 
-Exact search is memory-bandwidth bound and exact (recall 1.0); rows can be masked by a filter before ranking.
+Exact search is one matrix-vector product and argpartition: memory-bandwidth bound and exact (recall 1.0).
+Above ``hnsw_threshold`` rows an HNSW graph answers unfiltered and lightly filtered queries; the filter is
+applied inside the graph search (hnswlib's filter callback), never after truncation. A filter that keeps few
+rows is answered exactly over those rows, which is both faster and exact there.
 """
 
 from __future__ import annotations
@@ -11,9 +14,13 @@ import numpy as np
 
 
 class VectorIndex:
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int, hnsw_threshold: int = 200_000, m: int = 16, ef_construction: int = 200,
+                 ef_search: int = 64) -> None:
         self.dim = dim
         self.matrix = np.zeros((0, dim), np.float32)
+        self.hnsw_threshold, self.m, self.ef_construction, self.ef_search = hnsw_threshold, m, ef_construction, ef_search
+        self._hnsw = None  # hnswlib.Index over rows [0, _hnsw_rows)
+        self._hnsw_rows = 0
 
     def add(self, vectors: np.ndarray) -> range:
         if vectors.ndim != 2 or vectors.shape[1] != self.dim:
@@ -22,30 +29,69 @@ class VectorIndex:
         self.matrix = np.concatenate([self.matrix, vectors.astype(np.float32)])
         return range(first, first + vectors.shape[0])
 
-    def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+    def build_ann(self, threads: int = 2) -> None:
+        """Build (or extend) the HNSW graph when the collection is above the threshold."""
+        n = self.matrix.shape[0]
+        if n < self.hnsw_threshold or self._hnsw_rows == n:
+            return
+        import hnswlib
+
+        if self._hnsw is None:
+            self._hnsw = hnswlib.Index(space="ip", dim=self.dim)
+            self._hnsw.init_index(max_elements=int(n * 1.25) + 1, ef_construction=self.ef_construction, M=self.m,
+                                  random_seed=7)
+        elif self._hnsw.get_max_elements() < n:
+            self._hnsw.resize_index(int(n * 1.25) + 1)
+        self._hnsw.add_items(self.matrix[self._hnsw_rows:n], np.arange(self._hnsw_rows, n), num_threads=threads)
+        self._hnsw.set_ef(self.ef_search)
+        self._hnsw_rows = n
+
+    def exact_top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         n = self.matrix.shape[0]
         if n == 0 or k <= 0:
             return []
-        sims = self.matrix @ query.astype(np.float32)
         if mask is not None:
             rows = np.flatnonzero(mask[:n])
-            sims = sims[rows]
+            sims = self.matrix[rows] @ query.astype(np.float32)
         else:
             rows = None
+            sims = self.matrix @ query.astype(np.float32)
         if sims.size == 0:
             return []
-        if sims.size > k:
-            part = np.argpartition(-sims, k - 1)[:k]
-        else:
-            part = np.arange(sims.size)
+        part = np.argpartition(-sims, k - 1)[:k] if sims.size > k else np.arange(sims.size)
         part = part[np.lexsort((part, -sims[part]))]
         return [(int(rows[i] if rows is not None else i), float(sims[i])) for i in part]
 
+    def top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        n = self.matrix.shape[0]
+        if self._hnsw is None or self._hnsw_rows != n:
+            return self.exact_top(query, k, mask)
+        allowed = n if mask is None else int(mask[:n].sum())
+        if allowed == 0:
+            return []
+        if allowed < 0.05 * n or allowed <= k:
+            return self.exact_top(query, k, mask)
+        self._hnsw.set_ef(max(self.ef_search, k))
+        labels, dists = self._hnsw.knn_query(query.astype(np.float32), k=min(k, allowed), num_threads=1,
+                                             filter=None if mask is None else (lambda i: bool(mask[i])))
+        return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
+
     def save(self, folder: Path) -> None:
         np.save(folder / "vectors.npy", self.matrix, allow_pickle=False)
+        if self._hnsw is not None and self._hnsw_rows == self.matrix.shape[0]:
+            self._hnsw.save_index(str(folder / "hnsw.bin"))
 
     @classmethod
-    def load(cls, folder: Path, dim: int) -> "VectorIndex":
-        idx = cls(dim)
+    def load(cls, folder: Path, dim: int, hnsw_threshold: int = 200_000) -> "VectorIndex":
+        idx = cls(dim, hnsw_threshold)
         idx.matrix = np.load(folder / "vectors.npy", allow_pickle=False)
+        path = folder / "hnsw.bin"
+        if path.exists() and idx.matrix.shape[0] >= hnsw_threshold:
+            import hnswlib
+
+            ann = hnswlib.Index(space="ip", dim=dim)
+            ann.load_index(str(path), max_elements=int(idx.matrix.shape[0] * 1.25) + 1)
+            if ann.get_current_count() == idx.matrix.shape[0]:
+                ann.set_ef(idx.ef_search)
+                idx._hnsw, idx._hnsw_rows = ann, idx.matrix.shape[0]
         return idx

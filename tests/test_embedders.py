@@ -79,3 +79,27 @@ def test_convex_and_adaptive_fusion() -> None:
     assert s > 1.0 and d == 1.0  # an identifier favours BM25; agreeing lists keep the dense weight
     s, d = adapt_weights("why do caches help", [(i, 1.0) for i in "abcdefghij"], [(i, 1.0) for i in "klmnopqrst"], 1.0, 1.0)
     assert s == 1.0 and d == 0.5  # the lists disagree: the dense weight is halved
+
+
+def test_hnsw_above_threshold_filters_inside_the_search() -> None:
+    from retrieval.vectors import VectorIndex
+
+    rng = np.random.default_rng(3)
+    centers = rng.normal(size=(20, 32))
+    data = centers[rng.integers(0, 20, 3000)] + 0.3 * rng.normal(size=(3000, 32))
+    data = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+    idx = VectorIndex(32, hnsw_threshold=1000)
+    idx.add(data)
+    idx.build_ann()
+    assert idx._hnsw is not None
+    q = data[17]
+    exact = [r for r, _ in idx.exact_top(q, 10)]
+    approx = [r for r, _ in idx.top(q, 10)]
+    assert len(set(exact) & set(approx)) >= 8
+    mask = np.zeros(3000, bool)
+    mask[::2] = True  # half the rows: answered by the graph with the filter inside
+    hits = idx.top(q, 10, mask)
+    assert len(hits) == 10 and all(r % 2 == 0 for r, _ in hits)
+    small = np.zeros(3000, bool)
+    small[[5, 6, 7]] = True  # few rows: answered exactly
+    assert sorted(r for r, _ in idx.top(q, 10, small)) == [5, 6, 7]
