@@ -40,8 +40,12 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-12)
     return (x - mean) / np.sqrt(var + eps) * w + b
 
 
+_SQRT2 = np.float32(np.sqrt(2.0))
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)).astype(np.float32))
+    # float32 constants throughout: a float64 scalar would silently promote the whole activation to float64.
+    return np.float32(0.5) * x * (np.float32(1.0) + erf(x / _SQRT2))
 
 
 class MiniLMEmbedder:
