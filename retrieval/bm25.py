@@ -169,10 +169,15 @@ class BM25Index:
         if total > self.n_rows // 16:
             # Long postings: accumulate into a dense score array (each term's rows are distinct, so += is exact).
             dense = np.zeros(self.n_rows, np.float64)
+            hit = np.zeros(self.n_rows, bool)  # weights can be 0 in tiny corpora, so track matches apart
             for r, w in slices:
                 dense[r] += w
-            cand = np.unique(np.concatenate([s[0] for s in slices])) if len(slices) > 1 else slices[0][0]
-            rows, sc = cand, dense[cand]
+                hit[r] = True
+            if mask is not None:
+                hit &= mask[: self.n_rows]
+                mask = None
+            rows = np.flatnonzero(hit)
+            sc = dense[rows]
         else:
             rows, sc = self.scores(query)
         if mask is not None and rows.size:

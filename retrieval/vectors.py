@@ -52,7 +52,11 @@ class VectorIndex:
             return []
         if mask is not None:
             rows = np.flatnonzero(mask[:n])
-            sims = self.matrix[rows] @ query.astype(np.float32)
+            if rows.size > 0.02 * n:
+                # Gathering scattered rows costs more than one sequential pass over the whole matrix.
+                sims = (self.matrix @ query.astype(np.float32))[rows]
+            else:
+                sims = self.matrix[rows] @ query.astype(np.float32)
         else:
             rows = None
             sims = self.matrix @ query.astype(np.float32)
