@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Sequence
 
@@ -15,16 +16,18 @@ def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, set
     """Entities whose description holds ``llm.merge_descriptions_over`` or more distinct parts get an LLM-merged
     one; on failure the concatenated description is kept (nothing is lost)."""
     prompt = load_prompt("merge_descriptions", settings.llm.prompts_dir)
-    out = []
-    for e in entities:
+
+    def merged(e: Entity) -> Entity:
         parts = [p for p in e.description.split("\n") if p.strip()]
         if len(parts) < settings.llm.merge_descriptions_over:
-            out.append(e)
-            continue
+            return e
         try:
             text = client.complete("merge", [{"role": "user", "content": prompt.render(
                 name=e.name, descriptions="\n".join(f"- {p}" for p in parts))}]).strip()
         except LLMError:
             text = ""
-        out.append(replace(e, description=text[: settings.extraction.description_max_chars]) if text else e)
-    return out
+        return replace(e, description=text[: settings.extraction.description_max_chars]) if text else e
+
+    # Concurrent under the client's own limit; order is kept.
+    with ThreadPoolExecutor(max_workers=client.settings.max_concurrency) as pool:
+        return list(pool.map(merged, entities))
