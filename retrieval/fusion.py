@@ -22,14 +22,16 @@ def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]]], k: float = 6
 
 
 def convex_combination(sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[K, float]], alpha: float) -> list[tuple[K, float]]:
-    """alpha * minmax(sparse) + (1 - alpha) * minmax(dense); an id missing from a list scores 0 there."""
+    """alpha * minmax(sparse) + (1 - alpha) * minmax(dense); an id missing from a list scores 0 there, and the
+    lowest item a list returned scores just above 0."""
 
     def norm(items: Sequence[tuple[K, float]]) -> dict[K, float]:
+        # Min-max into [0.001, 1]: an item a list did return never ties with one it did not return (0).
         if not items:
             return {}
         vals = [v for _, v in items]
         lo, hi = min(vals), max(vals)
-        return {k: (v - lo) / (hi - lo) if hi > lo else 1.0 for k, v in items}
+        return {k: 0.001 + 0.999 * (v - lo) / (hi - lo) if hi > lo else 1.0 for k, v in items}
 
     ns, nd = norm(sparse), norm(dense)
     keys = list(dict.fromkeys([k for k, _ in sparse] + [k for k, _ in dense]))
@@ -40,20 +42,37 @@ def convex_combination(sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[
 
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|`[^`]+`")
 _LEXICAL = re.compile(r"\b[A-Z]{2,}[A-Z0-9_-]*\b|\b\w*\d\w*\b|\b\w+[_.-]\w+\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+_WORD = re.compile(r"[^\W\d_][\w'’.-]*")
+NAME_LOOKUP = 1e6
+_STARTERS = {"what", "who", "whom", "whose", "when", "where", "why", "how", "which", "is", "are", "was", "were", "do",
+             "does", "did", "can", "could", "should", "tell", "list", "show", "find", "give", "the", "a", "an", "in", "on"}
+
+
+def lexical_cues(query: str) -> float:
+    """How strongly a query asks for exact matches: identifiers, codes, numbers, quoted phrases, and names
+    (a query made mostly of capitalized words is a name lookup, ranked by BM25 alone). Returns a BM25 weight
+    multiplier: up to 4 for identifier cues, ``NAME_LOOKUP`` for a name lookup."""
+    cues = len(_QUOTED.findall(query)) + len(_LEXICAL.findall(query))
+    words = _WORD.findall(query)
+    content = [w for i, w in enumerate(words) if not (i == 0 and w.lower() in _STARTERS)]
+    capitalized = [w for w in content if w[0].isupper()]
+    factor = min(4.0, 2.0 ** cues)
+    if content and len(capitalized) / len(content) >= 0.5:
+        factor = NAME_LOOKUP  # a name lookup: meaning-based similarity of a bare name is noise; rank lexically
+    elif capitalized:
+        factor = min(4.0, factor * 1.5)
+    return factor
 
 
 def adapt_weights(query: str, sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[K, float]],
                   sparse_weight: float, dense_weight: float, depth: int = 10) -> tuple[float, float]:
     """Weights adapted to the query and to how far the two engines agree.
 
-    - Exact-match cues (identifiers, codes, numbers, quoted phrases, acronyms) favour BM25: each doubles its
-      weight, up to four times.
+    - Exact-match cues favour BM25 (see :func:`lexical_cues`); a name lookup leaves BM25 alone.
     - When the two top-``depth`` lists share almost nothing, the dense list is likely off the query's literal
       topic, so its weight is halved; when they agree, fusion is safe and the weights stand.
     """
-    cues = len(_QUOTED.findall(query)) + len(_LEXICAL.findall(query))
-    if cues:
-        sparse_weight *= min(4.0, 2.0 ** cues)
+    sparse_weight *= lexical_cues(query)
     top_s = {k for k, _ in sparse[:depth]}
     top_d = {k for k, _ in dense[:depth]}
     agreement = len(top_s & top_d) / max(1, min(depth, len(top_s), len(top_d)))

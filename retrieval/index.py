@@ -197,14 +197,17 @@ class ChunkIndex:
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
             dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]
+        alpha = s.convex_alpha
         if not explicit and fusion == "adaptive" and sparse and dense:
-            sparse_weight, dense_weight = adapt_weights(text, sparse, dense, sparse_weight, dense_weight)
+            # Adaptive: weights adapted to the query, applied as the share of a convex combination.
+            a_sparse, a_dense = adapt_weights(text, sparse, dense, sparse_weight, dense_weight)
+            alpha = a_sparse / (a_sparse + a_dense) if a_sparse + a_dense > 0 else alpha
         s_rank = {row: i for i, (row, _) in enumerate(sparse, start=1)}
         d_rank = {row: i for i, (row, _) in enumerate(dense, start=1)}
         fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])], k=rrf_k)
         rrf = dict(fused)
-        if fusion == "convex" and sparse and dense:
-            order = [row for row, _ in convex_combination(sparse, dense, s.convex_alpha)]
+        if fusion in ("convex", "adaptive") and sparse and dense:
+            order = [row for row, _ in convex_combination(sparse, dense, alpha)]
         else:
             order = [row for row, _ in fused]
         if s.rerank:

@@ -122,8 +122,9 @@ class RetrievalSettings(BaseModel):
     sparse_weight: float = Field(1.0, ge=0)
     rrf_k: int = Field(60, ge=1)
     fusion: Literal["rrf", "adaptive", "convex"] = Field(
-        "convex", description="default ranking when the caller gives no weights (rrf_score is always the RRF score); "
-                              "convex scored best on SciFact (python -m bench.beir)")
+        "adaptive", description="default ranking when the caller gives no weights (rrf_score is always the RRF score); "
+                                "adaptive never fell below the best single engine on SciFact or the name-heavy "
+                                "Christmas Carol set (python -m bench.beir)")
     convex_alpha: float = Field(0.5, ge=0, le=1, description="BM25 share in convex fusion")
     rerank: bool = Field(False, description="lexical rerank of the fused candidates")
     rerank_overlap_weight: float = Field(0.5, ge=0)

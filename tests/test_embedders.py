@@ -74,7 +74,9 @@ def test_vector_cache_never_embeds_a_chunk_twice(tmp_path: Path) -> None:
 
 def test_convex_and_adaptive_fusion() -> None:
     fused = convex_combination([("a", 10.0), ("b", 5.0), ("c", 0.0)], [("c", 0.9), ("a", 0.5), ("b", 0.1)], 0.5)
-    assert fused[0][0] == "a" and dict(fused)["a"] == pytest.approx(0.5 + 0.5 * 0.5)
+    assert fused[0][0] == "a" and dict(fused)["a"] == pytest.approx(0.5 + 0.5 * (0.001 + 0.999 * 0.5))
+    only_sparse = convex_combination([("a", 2.0), ("b", 1.0)], [("c", 0.9), ("d", 0.1)], 0.9999)
+    assert [k for k, _ in only_sparse][:2] == ["a", "b"]  # the lowest BM25 hit still beats dense-only items
     s, d = adapt_weights("why does HTTP 504 happen", [("a", 1.0)], [("a", 1.0)], 1.0, 1.0)
     assert s > 1.0 and d == 1.0  # an identifier favours BM25; agreeing lists keep the dense weight
     s, d = adapt_weights("why do caches help", [(i, 1.0) for i in "abcdefghij"], [(i, 1.0) for i in "klmnopqrst"], 1.0, 1.0)
