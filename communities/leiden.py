@@ -193,10 +193,9 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
     g = build_graph(nodes, edges)
     index = {name: i for i, name in enumerate(g.vs["name"])}
     present = set(index)
-    by_level: dict[int, list[Community]] = {}
+    by_id = {c.id: c for c in previous}
     children: dict[str, list[Community]] = {}
     for c in previous:
-        by_level.setdefault(c.level, []).append(c)
         if c.parent_id:
             children.setdefault(c.parent_id, []).append(c)
     owner = {(c.level, e): c.id for c in previous for e in c.entity_ids}
@@ -211,9 +210,9 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
     frontier: list[tuple[set[str], int, str | None]] = [(present, 0, None)]
     while frontier:
         members, level, parent = frontier.pop(0)
-        candidates = {owner[(level, e)] for e in members if (level, e) in owner}
-        frozen = [c for c in by_level.get(level, []) if c.id in candidates
-                  and set(c.entity_ids) <= members and not (set(c.entity_ids) & touched)]
+        candidates = sorted({owner[(level, e)] for e in members if (level, e) in owner})
+        frozen = [by_id[cid] for cid in candidates
+                  if set(by_id[cid].entity_ids) <= members and not (set(by_id[cid].entity_ids) & touched)]
         # Contract: each frozen community becomes one vertex; every other member stays a vertex of its own.
         group_of: dict[str, int] = {}
         labels: list[str] = []
@@ -230,8 +229,8 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
         mapping = [group_of[name] for name in sub.vs["name"]]
         sub.contract_vertices(mapping, combine_attrs="first")
         sub.simplify(multiple=True, loops=False, combine_edges={"weight": "sum"})
-        prev = {k: v for k, v in owner.items() if k[0] == level}
-        initial_keys = [lab if lab in {c.id for c in frozen} else prev.get((level, lab), "\x00" + lab) for lab in labels]
+        frozen_by_id = {c.id: c for c in frozen}
+        initial_keys = [lab if lab in frozen_by_id else owner.get((level, lab), "\x00" + lab) for lab in labels]
         ids: dict[str, int] = {}
         initial = [ids.setdefault(k, len(ids)) for k in initial_keys]
         # leidenalg measures modularity with self-loops as on the expanded graph (igraph's built-in Leiden does
@@ -240,7 +239,6 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
         groups: dict[int, list[int]] = {}
         for v, label in enumerate(membership):
             groups.setdefault(label, []).append(v)
-        frozen_by_id = {c.id: c for c in frozen}
         if level > 0 and len(groups) <= 1 and not frozen:
             continue
         for label in sorted(groups, key=lambda k: min(groups[k])):

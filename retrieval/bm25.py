@@ -143,7 +143,11 @@ class BM25Index:
 
     def scores(self, query: Sequence[str] | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(rows, scores) of every live row matching at least one query term, in row order."""
-        slices = self._slices(query)
+        return self._combine(self._slices(query))
+
+    @staticmethod
+    def _combine(slices: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """Sum the weight slices per row (sparse path: one sort over the matched postings)."""
         if not slices:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
         if len(slices) == 1:
@@ -179,7 +183,7 @@ class BM25Index:
             rows = np.flatnonzero(hit)
             sc = dense[rows]
         else:
-            rows, sc = self.scores(query)
+            rows, sc = self._combine(slices)
         if mask is not None and rows.size:
             keep = mask[rows]
             rows, sc = rows[keep], sc[keep]

@@ -98,14 +98,6 @@ def matches(fields: Mapping[str, Any], conds: Sequence[Condition]) -> bool:
     return True
 
 
-def filter_mask(rows: Sequence[Mapping[str, Any]], conds: Sequence[Condition], alive: np.ndarray | None = None) -> np.ndarray | None:
-    """A boolean mask of rows matching every condition (and alive), or None when nothing is filtered."""
-    if not conds:
-        return alive
-    mask = np.fromiter((matches(r, conds) for r in rows), bool, count=len(rows))
-    return mask & alive if alive is not None else mask
-
-
 class ColumnIndex:
     """Per-field columns over the rows' metadata, built on first use, so a filter costs numpy operations
     instead of a Python loop over every row. Semantics are those of :func:`matches`."""
