@@ -103,7 +103,7 @@ def main() -> None:
         ours = small.get_scores(q)
         worst = max(worst, float(np.max(np.abs(scores[top] - ours[top]))))
     ref_p50 = statistics.median(times) * 1000
-    rows.append((f"Strata BM25 (float64)", args.peer_n, float("nan"), ours_small, small.nbytes / 2**20))
+    rows.append(("Strata BM25 (float64)", args.peer_n, float("nan"), ours_small, small.nbytes / 2**20))
     rows.append(("rank_bm25 BM25Okapi", args.peer_n, ref_build, ref_p50, float("nan")))
     print(f"{'engine':<26}{'docs':>10}{'build s':>10}{'p50 ms':>10}{'index MB':>10}")
     for name, n, b, p, m in rows:

@@ -110,10 +110,14 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
     for c in communities:
         for e in c.entity_ids:
             owner_by_level.setdefault(c.level, {})[e] = c.id
-    old_members = {r.community_id: set(json.loads(r.inputs or "{}").get("entities", {})) for r in reports}
+    manifests = {r.community_id: json.loads(r.inputs) if r.inputs else {} for r in reports}
+    reports_of: dict[str, list[str]] = {}  # entity -> the reports that were written with it as a member
+    for rid, manifest in manifests.items():
+        for e in manifest.get("entities", {}):
+            reports_of.setdefault(e, []).append(rid)
     entries: list[DriftEntry] = []
     for r in reports:
-        old = json.loads(r.inputs or "{}") if r.inputs else {}
+        old = manifests[r.community_id]
         old_e, old_r, old_c = old.get("entities", {}), old.get("relations", {}), old.get("chunks", {})
         comm = current.get(r.community_id)
         if comm is None:
@@ -124,15 +128,13 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
                                       0, len(old_e), 0, 0, len(old_r), 0, len(old_c), r.mode, r.model, r.created_at))
             continue
         now_inputs = inputs_manifest(index.context(comm))
-        new_e, new_r, new_c = now_inputs["entities"], now_inputs["relations"], now_inputs["chunks"]
         if not old:  # written before manifests existed: only the stale flag can speak
             score = 1.0 if r.stale else 0.0
             counts = (0, 0, 0, 0, 0, 0, 0)
         else:
             score, counts = score_inputs(old, now_inputs, chunk_hashes)
         score = round(min(1.0, max(0.0, score)), 4)
-        sources = Counter(rid for rid, members in old_members.items() for e in comm.entity_ids if e in members
-                          and rid != r.community_id)
+        sources = Counter(rid for e in comm.entity_ids for rid in reports_of.get(e, ()) if rid != r.community_id)
         existence = "merged" if any(n >= 2 for n in sources.values()) and counts[0] >= 2 else "exists"
         status = "stale" if score >= settings.drift_stale else "drifting" if score >= settings.drift_drifting else "fresh"
         entries.append(DriftEntry(r.community_id, r.level, r.title, score, status, existence, _age_days(r.created_at, now),

@@ -7,15 +7,13 @@ extractive report (recorded as mode ``offline``), so no community is left withou
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Sequence
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from communities.context import CommunityContext, fingerprint
 from communities.reports import ExtractiveReportWriter, now_iso
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from prompts import load_prompt
 from strata.records import Chunk, Finding, Report
 from strata.settings import CommunitySettings
@@ -35,17 +33,7 @@ class _Report(BaseModel):
 
 
 def parse_report(text: str) -> _Report:
-    raw = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip(), flags=re.MULTILINE)
-    start, end = raw.find("{"), raw.rfind("}")
-    if start < 0 or end <= start:
-        raise ValueError("the answer holds no JSON object")
-    try:
-        return _Report.model_validate(json.loads(raw[start:end + 1]))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg}") from exc
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"JSON does not match the report schema: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+    return parse_json_object(text, _Report, "report schema")
 
 
 class LLMReportWriter:

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import sqlite3
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import openai
+from pydantic import BaseModel, ValidationError
 
 from strata.records import stable_hash
 from strata.settings import LLMSettings
@@ -39,6 +41,31 @@ class ParseFailure(ValueError):
         super().__init__(error)
         self.text = text
         self.error = error
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_json_object(text: str, model: type[M], what: str = "schema") -> M:
+    """Tolerant parsing of one JSON object in an answer: code fences and prose around it are ignored, a
+    truncated object is reported as such, and ``model`` is enforced. ValueError names what is wrong."""
+    raw = _FENCE.sub("", text.strip())
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as first:
+        start, end = raw.find("{"), raw.rfind("}")
+        if start < 0:
+            raise ValueError("the answer holds no JSON object") from first
+        try:
+            data = json.loads(raw[start:end + 1] if end > start else raw[start:])
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON (truncated or malformed): {exc.msg} at character {exc.pos}") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ValueError(f"JSON does not match the {what}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
 
 
 def estimate_tokens(text: str) -> int:

@@ -6,15 +6,13 @@ A chunk whose answer still cannot be used is returned as a failure (for the ledg
 
 from __future__ import annotations
 
-import json
-import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from extraction.ledger import ChunkFailure
-from extraction.llm_client import LLMClient, LLMError, ParseFailure
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, parse_json_object
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from prompts import load_prompt
 from strata.records import Chunk
@@ -44,27 +42,9 @@ class _Payload(BaseModel):
     relationships: list[_Relationship] = Field(default_factory=list)
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-
-
 def parse_payload(text: str) -> _Payload:
-    """Tolerant JSON parsing: code fences and prose around one JSON object are ignored; the schema is enforced."""
-    raw = _FENCE.sub("", text.strip())
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as first:
-        start, end = raw.find("{"), raw.rfind("}")
-        if start < 0:
-            raise ValueError("the answer holds no JSON object") from first
-        try:
-            data = json.loads(raw[start:end + 1] if end > start else raw[start:])
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"invalid JSON (truncated or malformed): {exc.msg} at character {exc.pos}") from exc
-    try:
-        return _Payload.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(f"JSON does not match the schema: {'.'.join(map(str, first['loc']))}: {first['msg']}") from exc
+    """An extraction answer: one JSON object with entities and relationships (see :func:`parse_json_object`)."""
+    return parse_json_object(text, _Payload)
 
 
 def _merge(into: _Payload, more: _Payload) -> _Payload:

@@ -7,13 +7,12 @@ one final prompt. The answer cites the chunks of the reports whose points were u
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from prompts import load_prompt
 from retrieval.answer import Answer, Citation, map_reports, pick_level
 from retrieval.index import ChunkIndex
@@ -31,13 +30,7 @@ class _Points(BaseModel):
 
 
 def _parse_points(text: str) -> _Points:
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise ValueError("the answer holds no JSON object")
-    try:
-        return _Points.model_validate(json.loads(text[start:end + 1]))
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ValueError(f"unusable points: {exc}") from exc
+    return parse_json_object(text, _Points, "points schema")
 
 
 def _report_text(r: Report) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 
 from strata.records import Chunk, Community, Document, Entity, Finding, Relation, Report
 from strata.store.port import GraphStore

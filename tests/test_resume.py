@@ -3,7 +3,6 @@ uninterrupted run, and repeats no finished LLM call."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
