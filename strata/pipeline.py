@@ -24,7 +24,7 @@ from extraction.types import Extractor
 from retrieval.index import ChunkIndex, IndexMismatchError
 from retrieval.vector_cache import VectorCache
 from retrieval.router import EntityLexicon, KnownEntity
-from strata.records import Chunk, Community, Document, GraphSnapshot, LoadProblem
+from strata.records import Chunk, Community, Document, GraphSnapshot, LoadProblem, Report
 from strata.settings import StrataSettings
 from strata.store import GraphStore, open_store
 
@@ -125,12 +125,12 @@ def make_extractor(settings: StrataSettings, client: "LLMClient | None") -> Extr
     return OfflineExtractor(settings.extraction)
 
 
-def make_report_writer(settings: StrataSettings, client: "LLMClient | None", store: GraphStore) -> ReportWriter:
+def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk]) -> ReportWriter:
+    """The LLM writer when a client is given (it reads source passages from ``chunks``), else the extractive one."""
     if client is not None:
         from communities.llm_reports import LLMReportWriter
 
-        chunks = {c.id: c for c in store.all_chunks()}
-        return LLMReportWriter(client, settings.communities, chunks, settings.llm.prompts_dir)
+        return LLMReportWriter(client, settings.communities, {c.id: c for c in chunks}, settings.llm.prompts_dir)
     return ExtractiveReportWriter(settings.communities)
 
 
@@ -349,8 +349,9 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
     """Write the reports the policy asks for (see :func:`write_reports`); with policy ``changed`` the reports
     of communities that no longer exist are deleted, with ``missing`` they are kept for the drift report."""
     store, progress = session.store, session.progress
-    chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
-    writer = make_report_writer(session.settings, session.client, store)
+    chunks = store.all_chunks()
+    chunk_hashes = {c.id: c.content_hash for c in chunks}
+    writer = make_report_writer(session.settings, session.client, chunks)
     existing = store.reports()
     progress("reports", 0, len(communities))
     reports, written = write_reports(communities, snapshot, writer, session.settings.communities, existing,
@@ -417,17 +418,38 @@ def iter_runs(settings: StrataSettings) -> Iterator[dict[str, Any]]:
 __all__ = ["index_folder", "IndexRun", "Workspace", "LoadProblem"]
 
 
-def drift_report(settings: StrataSettings, store: GraphStore | None = None) -> "DriftReport":
-    """The drift report of the workspace's current reports against its current graph and communities."""
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """What reports are judged against: the store's chunks, graph, communities and reports, read once."""
+
+    chunks: list[Chunk]
+    snapshot: GraphSnapshot
+    communities: list[Community]
+    reports: list[Report]
+
+    @property
+    def chunk_hashes(self) -> dict[str, str]:
+        return {c.id: c.content_hash for c in self.chunks}
+
+    @classmethod
+    def read(cls, store: GraphStore) -> "ReportInputs":
+        return cls(store.all_chunks(), store.read_graph(), store.communities(), store.reports())
+
+
+def _drift(settings: StrataSettings, inputs: ReportInputs) -> "DriftReport":
     from communities.drift import compute_drift
 
+    llm = settings.llm if settings.llm_mode == "llm" else None
+    return compute_drift(inputs.reports, inputs.communities, inputs.snapshot, inputs.chunk_hashes,
+                         settings.communities, llm)
+
+
+def drift_report(settings: StrataSettings, store: GraphStore | None = None) -> "DriftReport":
+    """The drift report of the workspace's current reports against its current graph and communities."""
     own = store is None
     store = store or open_store(settings)
     try:
-        chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
-        llm = settings.llm if settings.llm_mode == "llm" else None
-        return compute_drift(store.reports(), store.communities(), store.read_graph(), chunk_hashes,
-                             settings.communities, llm)
+        return _drift(settings, ReportInputs.read(store))
     finally:
         if own:
             store.close()
@@ -455,21 +477,21 @@ def refresh_reports(settings: StrataSettings, threshold: float, progress: Progre
                     store: GraphStore | None = None) -> dict[str, int]:
     """Re-summarize every report whose drift is at or above ``threshold``; delete reports of dissolved
     communities. Returns how many were refreshed and removed."""
-    report = drift_report(settings, store)
     own = store is None
     store = store or open_store(settings)
     client = open_llm(settings)
     try:
-        communities = store.communities()
+        inputs = ReportInputs.read(store)
+        report = _drift(settings, inputs)
+        communities = inputs.communities
         alive = {c.id for c in communities}
+        reported = {e.community_id for e in report.entries}
         force = [e.community_id for e in report.entries if e.score >= threshold and e.community_id in alive]
         gone = [e.community_id for e in report.entries if e.community_id not in alive and e.score >= threshold]
-        missing = [c.id for c in communities if c.id not in {e.community_id for e in report.entries}]
-        snapshot = store.read_graph()
-        chunk_hashes = {c.id: c.content_hash for c in store.all_chunks()}
-        writer = make_report_writer(settings, client, store)
-        reports, written = write_reports(communities, snapshot, writer, settings.communities, store.reports(),
-                                         chunk_hashes=chunk_hashes,
+        missing = [c.id for c in communities if c.id not in reported]
+        writer = make_report_writer(settings, client, inputs.chunks)
+        reports, written = write_reports(communities, inputs.snapshot, writer, settings.communities, inputs.reports,
+                                         chunk_hashes=inputs.chunk_hashes,
                                          policy="missing", force=force,
                                          on_progress=lambda n: progress("reports", n, len(communities)))
         refreshed = set(force) | set(missing)
