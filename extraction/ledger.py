@@ -6,11 +6,12 @@ extracts it again (calls that succeeded before come from the response cache, so 
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
+
+from strata.sqlite_db import connect
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +22,7 @@ class ChunkFailure:
 
 class FailureLedger:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db = connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS failures (chunk_id TEXT PRIMARY KEY, document_id TEXT NOT NULL, "
                          "stage TEXT NOT NULL, reason TEXT NOT NULL, attempts INTEGER NOT NULL, last_at REAL NOT NULL)")
 

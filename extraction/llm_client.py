@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import sqlite3
 import threading
 import time
 from collections import deque
@@ -25,6 +24,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from strata.records import stable_hash
+from strata.sqlite_db import connect
 from strata.settings import LLMSettings
 
 Message = dict[str, str]
@@ -115,9 +115,7 @@ class ResponseCache:
     """Answers by request hash, in SQLite; safe to share between threads."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db = connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
                          "input_tokens INTEGER, output_tokens INTEGER, created_at REAL)")
         self._lock = threading.Lock()

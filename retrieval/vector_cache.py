@@ -3,19 +3,18 @@ chunk twice (and a rebuilt index re-embeds nothing)."""
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from strata.sqlite_db import connect
+
 
 class VectorCache:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db = connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (embedder TEXT NOT NULL, hash TEXT NOT NULL, "
                          "vector BLOB NOT NULL, PRIMARY KEY (embedder, hash))")
         self._lock = threading.Lock()

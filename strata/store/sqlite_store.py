@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from strata.sqlite_db import connect
 from strata.store.codec import dumps, report_from_row, report_row
 from strata.store.port import StoreError
 
@@ -59,9 +60,8 @@ class SQLiteGraphStore:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db = connect(self.path)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(SCHEMA)
 
