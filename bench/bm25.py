@@ -4,8 +4,7 @@
 
 The corpus is seeded: documents of about 120 tokens (Poisson) drawn from a Zipf vocabulary of 200k terms;
 queries of 2 to 5 terms drawn from the same distribution without its 100 most frequent terms (the stop words a
-real tokenizer drops). Strata's index is built from term ids (tokenizing is not what is measured) with float64
-and float32 weights; rank_bm25's BM25Okapi is measured on the first --peer-n documents (it is too slow for 1M),
+real tokenizer drops). Strata's index is built from term ids (tokenizing is not what is measured); rank_bm25's BM25Okapi is measured on the first --peer-n documents (it is too slow for 1M),
 and the speed-up is taken there, on the same documents and queries. Last line: one JSON object.
 """
 
@@ -41,13 +40,14 @@ def queries(count: int, seed: int = 12) -> list[np.ndarray]:
     return [rng.choice(VOCAB, size=rng.integers(2, 6), p=p).astype(np.int32) for _ in range(count)]
 
 
-def timed_queries(idx: BM25Index, qs: list[np.ndarray], k: int = 10) -> float:
+def timed_queries(idx: BM25Index, qs: list[np.ndarray], k: int = 10, exhaustive: bool = False) -> float:
+    """Median milliseconds for a top-k query; ``exhaustive`` times the path without MaxScore pruning."""
     for q in qs[:5]:
-        idx.top(q, k)
+        idx.top(q, k, prune=not exhaustive)
     times = []
     for q in qs:
         t0 = time.perf_counter()
-        idx.top(q, k)
+        idx.top(q, k, prune=not exhaustive)
         times.append(time.perf_counter() - t0)
     return statistics.median(times) * 1000
 
@@ -66,21 +66,20 @@ def main() -> None:
 
     results: dict[str, object] = {"n": args.n}
     rows = []
-    for dtype in ("float64", "float32"):
-        gc.collect()
-        idx = BM25Index(dtype=dtype)
-        t0 = time.perf_counter()
-        idx.add_flat(flat, lens)
-        idx.commit()
-        build = time.perf_counter() - t0
-        p50 = timed_queries(idx, qs)
-        mb = idx.nbytes / 2**20
-        rows.append((f"Strata BM25 ({dtype})", args.n, build, p50, mb))
-        if dtype == "float64":
-            results.update(build_s=round(build, 2), p50_ms=round(p50, 3), index_mb=round(mb, 1))
-        else:
-            results.update(build_s_float32=round(build, 2), p50_ms_float32=round(p50, 3), index_mb_float32=round(mb, 1))
-        del idx
+    idx = BM25Index()
+    t0 = time.perf_counter()
+    idx.add_flat(flat, lens)
+    idx.commit()
+    build = time.perf_counter() - t0
+    p50 = timed_queries(idx, qs)
+    exhaustive = timed_queries(idx, qs, exhaustive=True)
+    mb = idx.nbytes / 2**20
+    rows.append(("Strata BM25", args.n, build, p50, mb))
+    rows.append(("Strata BM25, no pruning", args.n, float("nan"), exhaustive, mb))
+    results.update(build_s=round(build, 2), p50_ms=round(p50, 3), p50_ms_no_pruning=round(exhaustive, 3),
+                   index_mb=round(mb, 1), postings=int(idx.rows.size))
+    del idx
+    gc.collect()
 
     small = BM25Index()
     small.add_flat(flat[:peer_tokens], lens[: args.peer_n])
@@ -103,7 +102,7 @@ def main() -> None:
         ours = small.get_scores(q)
         worst = max(worst, float(np.max(np.abs(scores[top] - ours[top]))))
     ref_p50 = statistics.median(times) * 1000
-    rows.append(("Strata BM25 (float64)", args.peer_n, float("nan"), ours_small, small.nbytes / 2**20))
+    rows.append(("Strata BM25", args.peer_n, float("nan"), ours_small, small.nbytes / 2**20))
     rows.append(("rank_bm25 BM25Okapi", args.peer_n, ref_build, ref_p50, float("nan")))
     print(f"{'engine':<26}{'docs':>10}{'build s':>10}{'p50 ms':>10}{'index MB':>10}")
     for name, n, b, p, m in rows:

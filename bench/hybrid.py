@@ -59,7 +59,7 @@ def main() -> None:
     qs = queries(args.queries)
     for n in sorted(set(args.sizes) | set(args.hnsw_sizes)):
         flat, lens = corpus(n)
-        bm25 = BM25Index(dtype="float32")
+        bm25 = BM25Index()
         bm25.add_flat(flat, lens)
         bm25.commit()
         del flat

@@ -1,13 +1,19 @@
-"""BM25 with exactly rank_bm25.BM25Okapi's scores, on a sparse term-by-row matrix of precomputed weights.
+"""BM25 with exactly rank_bm25.BM25Okapi's scores, on a sparse term-by-row matrix of term frequencies.
 
-The index is a CSR matrix by term: for each term, the rows that contain it, their term frequencies, and the
-full BM25Okapi weight ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``. A query adds one weight
-slice per query term, so its cost is the length of its terms' postings, not the corpus size.
+The index is a CSR matrix by term: for each term, the rows that contain it and their term frequencies (6 bytes
+a posting). A query term's weights ``idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))`` are
+computed in float64 from its postings, in rank_bm25's order of operations, so scores match it to rounding; a
+query costs the length of its terms' postings, not the corpus size. Storing weights instead would cost 8 more
+bytes a posting (1.2 GB at a million chunks) for a saving of a few multiplications.
+
+``top()`` prunes with MaxScore: each term's largest weight is kept at commit, the rarest terms' rows are scored
+in full (their other terms found by binary search), and when the remaining terms together cannot lift any other
+row to the k-th score, their long postings are never summed. The answer is the same as the exhaustive one.
 
 Adding rows appends postings; deleting marks rows dead. Either changes N, avgdl and idf for every row, as BM25
 demands, so ``commit()`` rebuilds the CSR from the stored term frequencies with vectorized numpy: no text is
 tokenized again. Parity with rank_bm25 includes its treatment of negative IDF: such terms get
-``epsilon * mean(idf)``. Weights are float64 by default (parity to 1e-12); float32 halves their memory.
+``epsilon * mean(idf)``.
 """
 
 from __future__ import annotations
@@ -20,17 +26,19 @@ import numpy as np
 
 
 class BM25Index:
-    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, dtype: str = "float64") -> None:
+    prune_min_postings = 20_000  # below this many matched postings the exhaustive pass is already fast
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
         self.k1, self.b, self.epsilon = k1, b, epsilon
-        self.dtype = np.dtype(dtype)
         self.vocab: dict[str, int] = {}
         self.n_terms = 0  # may exceed len(vocab) when ids are given directly (add_token_ids)
         self.indptr = np.zeros(1, np.int64)
         self.rows = np.zeros(0, np.int32)
         self.tf = np.zeros(0, np.uint16)
-        self.weights = np.zeros(0, self.dtype)
         self.idf = np.zeros(0, np.float64)
+        self.max_weight = np.zeros(0, np.float64)  # per term: the most it adds to any row's score (MaxScore's bound)
         self.doc_len = np.zeros(0, np.int32)
+        self.norm = np.zeros(0, np.float64)  # per row: k1 * (1 - b + b * dl / avgdl)
         self.alive = np.zeros(0, bool)
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._dirty = False
@@ -41,7 +49,8 @@ class BM25Index:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.indptr, self.rows, self.tf, self.weights, self.idf, self.doc_len, self.alive))
+        return sum(a.nbytes for a in (self.indptr, self.rows, self.tf, self.idf, self.max_weight, self.doc_len,
+                                      self.norm, self.alive))
 
     def add(self, docs: Iterable[Sequence[str]]) -> range:
         """Append documents given as token lists; returns their row numbers. Call ``commit()`` before querying."""
@@ -118,44 +127,69 @@ class BM25Index:
             # rank_bm25 floors negative idf at epsilon times the mean idf over the vocabulary.
             idf[present & (idf < 0)] = self.epsilon * mean_idf
         avgdl = float(self.doc_len[self.alive].mean()) if n_docs else 1.0
-        tf64 = tf.astype(np.float64)
-        norm = self.k1 * (1 - self.b + self.b * self.doc_len[row].astype(np.float64) / avgdl)
-        self.weights = (idf[term] * tf64 * (self.k1 + 1) / (tf64 + norm)).astype(self.dtype)
+        self.norm = self.k1 * (1 - self.b + self.b * self.doc_len.astype(np.float64) / avgdl)
         self.rows = row.astype(np.int32)
         self.tf = tf.astype(np.uint16 if tf.size == 0 or tf.max() < 65535 else np.int32)
         self.indptr = np.zeros(n_terms + 1, np.int64)
         np.cumsum(np.bincount(term, minlength=n_terms), out=self.indptr[1:])
         self.idf = idf
         self.n_terms = n_terms
+        self.max_weight = np.full(n_terms, -np.inf)
+        if term.size:
+            # The largest weight of a term is at its highest tf-to-norm ratio; computed in chunks to bound memory.
+            for s in range(0, term.size, 1 << 22):
+                t, r, f = term[s:s + (1 << 22)], self.rows[s:s + (1 << 22)], self.tf[s:s + (1 << 22)]
+                w = self._weights(idf[t], f, r)
+                starts = np.flatnonzero(np.concatenate(([True], t[1:] != t[:-1])))
+                np.maximum.at(self.max_weight, t[starts], np.maximum.reduceat(w, starts))
+        # A row without the term gets 0 from it, so the bound on what a term can add is never below 0.
+        np.maximum(self.max_weight, 0.0, out=self.max_weight)
         self._dirty = False
 
-    def _slices(self, query: Sequence[str] | Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _weights(self, idf: np.ndarray | float, tf: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """BM25Okapi weights, in rank_bm25's order of operations."""
+        f = tf.astype(np.float64)
+        return idf * (f * (self.k1 + 1) / (f + self.norm[rows]))
+
+    def _terms(self, query: Sequence[str] | Sequence[int]) -> list[int]:
+        """The ids of the query terms that occur in some row, repeats kept (rank_bm25 counts them again)."""
         if self._dirty:
             raise RuntimeError("BM25Index changed since the last commit(); call commit() before querying")
         out = []
-        for tok in query:  # repeated query terms count again, as in rank_bm25
+        for tok in query:
             tid = self.vocab.get(tok) if isinstance(tok, str) else int(tok)
-            if tid is not None and 0 <= tid < self.indptr.size - 1:
-                s, e = self.indptr[tid], self.indptr[tid + 1]
-                if e > s:
-                    out.append((self.rows[s:e], self.weights[s:e]))
+            if tid is not None and 0 <= tid < self.indptr.size - 1 and self.indptr[tid + 1] > self.indptr[tid]:
+                out.append(tid)
         return out
+
+    def _matches(self, terms: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """The postings of the query terms, concatenated in query-term order: (rows, weights)."""
+        spans = [(int(self.indptr[t]), int(self.indptr[t + 1])) for t in terms]
+        if len(spans) == 1:
+            s, e = spans[0]
+            rows, tf, idf = self.rows[s:e], self.tf[s:e], self.idf[terms[0]]
+        else:
+            rows = np.concatenate([self.rows[s:e] for s, e in spans])
+            tf = np.concatenate([self.tf[s:e] for s, e in spans])
+            idf = np.repeat(self.idf[terms], [e - s for s, e in spans])
+        return rows, self._weights(idf, tf, rows)
 
     def scores(self, query: Sequence[str] | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """(rows, scores) of every live row matching at least one query term, in row order."""
-        return self._combine(self._slices(query))
-
-    @staticmethod
-    def _combine(slices: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        """Sum the weight slices per row (sparse path: one sort over the matched postings)."""
-        if not slices:
+        terms = self._terms(query)
+        if not terms:
             return np.zeros(0, np.int32), np.zeros(0, np.float64)
-        if len(slices) == 1:
-            return slices[0][0].copy(), slices[0][1].astype(np.float64)
-        rows = np.concatenate([s[0] for s in slices])
-        weights = np.concatenate([s[1] for s in slices]).astype(np.float64)
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        return uniq, np.bincount(inverse, weights=weights, minlength=uniq.size)
+        rows, weights = self._matches(terms)
+        if len(terms) == 1:
+            return rows.copy(), weights
+        # Sum per row in query-term order: a stable sort keeps each row's postings in that order, and bincount
+        # adds its inputs in order, like rank_bm25's loop over the query.
+        order = np.argsort(rows, kind="stable")
+        rows, weights = rows[order], weights[order]
+        first = np.empty(rows.size, bool)
+        first[0] = True
+        np.not_equal(rows[1:], rows[:-1], out=first[1:])
+        return rows[first], np.bincount(np.cumsum(first) - 1, weights=weights)
 
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
         """Scores for every row (dead rows 0), like rank_bm25's ``get_scores``."""
@@ -164,43 +198,94 @@ class BM25Index:
         out[rows] = sc
         return out
 
-    def top(self, query: Sequence[str] | Sequence[int], k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The k best (row, score) pairs among rows allowed by ``mask``, best first; ties by row."""
-        slices = self._slices(query)
-        if not slices or k <= 0:
+    def top(self, query: Sequence[str] | Sequence[int], k: int, mask: np.ndarray | None = None,
+            prune: bool = True) -> list[tuple[int, float]]:
+        """The k best (row, score) pairs among rows allowed by ``mask``, best first; ties by row.
+
+        ``prune=False`` scores every matching row (the answer is the same; benchmarks and tests compare them).
+        """
+        terms = self._terms(query)
+        if not terms or k <= 0:
             return []
-        total = sum(s[0].size for s in slices)
-        if total > self.n_rows // 16:
-            # Long postings: accumulate into a dense score array (each term's rows are distinct, so += is exact).
-            dense = np.zeros(self.n_rows, np.float64)
+        found = self._top_maxscore(terms, k, mask) if prune else None
+        rows, sc = found if found is not None else self._top_exhaustive(terms, mask)
+        if rows.size > k:
+            # Keep every row tied with the k-th score, so the tie-break by row below decides who is in.
+            kth = np.partition(sc, rows.size - k)[rows.size - k]
+            keep = sc >= kth
+            rows, sc = rows[keep], sc[keep]
+        order = np.lexsort((rows, -sc))[:k]
+        return [(int(rows[i]), float(sc[i])) for i in order]
+
+    def _top_exhaustive(self, terms: list[int], mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Every matching row and its score."""
+        total = sum(int(self.indptr[t + 1] - self.indptr[t]) for t in terms)
+        if total <= self.n_rows // 16:
+            rows, sc = self.scores(terms)
+        else:
+            # Long postings: sum into a dense score array, which costs less than sorting them.
+            rows, weights = self._matches(terms)
+            dense = np.bincount(rows, weights=weights, minlength=self.n_rows)
             hit = np.zeros(self.n_rows, bool)  # weights can be 0 in tiny corpora, so track matches apart
-            for r, w in slices:
-                dense[r] += w
-                hit[r] = True
-            if mask is not None:
-                hit &= mask[: self.n_rows]
-                mask = None
+            hit[rows] = True
             rows = np.flatnonzero(hit)
             sc = dense[rows]
-        else:
-            rows, sc = self._combine(slices)
         if mask is not None and rows.size:
             keep = mask[rows]
             rows, sc = rows[keep], sc[keep]
-        if rows.size == 0:
-            return []
-        if rows.size > k:
-            part = np.argpartition(-sc, k - 1)[:k]
-            rows, sc = rows[part], sc[part]
-        order = np.lexsort((rows, -sc))
-        return [(int(rows[i]), float(sc[i])) for i in order]
+        return rows, sc
+
+    def _top_maxscore(self, terms: list[int], k: int, mask: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Candidates that provably hold the top k, scored in full; None when pruning cannot be shown safe.
+
+        Terms are taken rarest (highest bound) first: the rows of the first j terms are scored in full, and if
+        the bounds of the other terms add up to less than the k-th of those scores, no row outside the first j
+        terms' postings can reach the top k.
+        """
+        lengths = [int(self.indptr[t + 1] - self.indptr[t]) for t in terms]
+        if len(terms) < 2 or sum(lengths) < self.prune_min_postings:
+            return None
+        by_bound = sorted(range(len(terms)), key=lambda i: -self.max_weight[terms[i]])
+        # The head: as many of the rarest terms as fit in a quarter of the postings (above that the exhaustive
+        # pass costs about the same), leaving at least one term out.
+        budget, seen, j = sum(lengths) // 4, 0, 0
+        while j < len(terms) - 1 and seen + lengths[by_bound[j]] <= budget:
+            seen += lengths[by_bound[j]]
+            j += 1
+        if j == 0 or seen < k:
+            return None
+        head = [terms[i] for i in by_bound[:j]]
+        rest_bound = float(sum(self.max_weight[terms[i]] for i in by_bound[j:]))
+        cand = np.sort(np.concatenate([self.rows[self.indptr[t]:self.indptr[t + 1]] for t in head]))
+        cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
+        if mask is not None:
+            cand = cand[mask[cand]]
+        if cand.size < k:
+            return None
+        sc = self._score_rows(terms, cand)
+        kth = float(np.partition(sc, cand.size - k)[cand.size - k])
+        # Margin for rounding: the bound is summed from per-term maxima, the scores in another order.
+        return (cand, sc) if rest_bound * (1 + 1e-9) + 1e-12 < kth else None
+
+    def _score_rows(self, terms: list[int], rows: np.ndarray) -> np.ndarray:
+        """Full scores of the given rows (sorted), summed in query-term order like the exhaustive pass."""
+        total = np.zeros(rows.size, np.float64)
+        for t in terms:
+            s, e = self.indptr[t], self.indptr[t + 1]
+            post = self.rows[s:e]
+            pos = np.searchsorted(post, rows)
+            pos[pos >= post.size] = 0
+            hit = np.flatnonzero(post[pos] == rows)
+            total[hit] += self._weights(self.idf[t], self.tf[s + pos[hit]], rows[hit])
+        return total
 
     def compact(self, live: np.ndarray) -> "BM25Index":
         """A new index holding only the rows in ``live`` (renumbered in order), from stored frequencies."""
         term, row, tf = self._postings()
         remap = np.full(self.n_rows, -1, np.int64)
         remap[live] = np.arange(live.size)
-        fresh = BM25Index(self.k1, self.b, self.epsilon, self.dtype.name)
+        fresh = BM25Index(self.k1, self.b, self.epsilon)
         fresh.vocab, fresh.n_terms = self.vocab, self.n_terms
         fresh._pending = [(term, remap[row].astype(np.int32), tf)]
         fresh.doc_len = self.doc_len[live]
@@ -217,13 +302,13 @@ class BM25Index:
                  alive=self.alive)
         terms = sorted(self.vocab, key=self.vocab.__getitem__)
         (folder / "bm25.json").write_text(json.dumps({"k1": self.k1, "b": self.b, "epsilon": self.epsilon,
-                                                      "dtype": self.dtype.name, "n_terms": self.n_terms,
+                                                      "n_terms": self.n_terms,
                                                       "terms": terms}, ensure_ascii=False))
 
     @classmethod
     def load(cls, folder: Path) -> "BM25Index":
         meta = json.loads((folder / "bm25.json").read_text())
-        idx = cls(meta["k1"], meta["b"], meta["epsilon"], meta["dtype"])
+        idx = cls(meta["k1"], meta["b"], meta["epsilon"])
         idx.vocab = {t: i for i, t in enumerate(meta["terms"])}
         idx.n_terms = meta.get("n_terms", len(idx.vocab))
         with np.load(folder / "bm25.npz", allow_pickle=False) as z:

@@ -89,7 +89,7 @@ class ChunkIndex:
                  vector_cache: VectorCache | None = None, llm: Any = None) -> None:
         self.settings = settings
         self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming))
-        self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon, settings.bm25_dtype)
+        self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
         self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
                                        settings.embedding_dim) if embedder == "settings" else embedder)  # type: ignore[assignment]
         self.vector_cache = vector_cache
@@ -227,7 +227,7 @@ class ChunkIndex:
     def _signature(self) -> dict[str, Any]:
         s = self.settings
         return {"format": FORMAT_VERSION, "k1": s.bm25_k1, "b": s.bm25_b, "epsilon": s.bm25_epsilon,
-                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name, "dtype": s.bm25_dtype}
+                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name}
 
     def save(self, folder: Path) -> None:
         """Write the index to ``folder`` atomically (a temporary folder renamed over the old one)."""

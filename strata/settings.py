@@ -108,8 +108,6 @@ class RetrievalSettings(BaseModel):
     bm25_k1: float = Field(1.5, gt=0)
     bm25_b: float = Field(0.75, ge=0, le=1)
     bm25_epsilon: float = Field(0.25, ge=0)
-    bm25_dtype: Literal["float64", "float32"] = Field(
-        "float64", description="BM25 weight precision: float64 matches rank_bm25 to 1e-12, float32 to ~1e-6 in 30% less memory")
     stopwords: bool = True
     stemming: bool = True
     embedder: Literal["auto", "minilm", "hashing", "openai", "none"] = Field(

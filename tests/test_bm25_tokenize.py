@@ -63,3 +63,36 @@ def test_query_before_commit_is_refused() -> None:
     idx.add([["a"]])
     with pytest.raises(RuntimeError, match="commit"):
         idx.top(["a"], 1)
+
+
+def _reference_top(idx: BM25Index, query: list[int], k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+    """Top k from the full score vector: best score first, ties by row."""
+    rows, sc = idx.scores(query)
+    if mask is not None:
+        keep = mask[rows]
+        rows, sc = rows[keep], sc[keep]
+    order = np.lexsort((rows, -sc))[:k]
+    return [(int(rows[i]), float(sc[i])) for i in order]
+
+
+@pytest.mark.parametrize("n_docs,vocab", [(4000, 3000), (300, 40), (5, 4)])
+def test_pruned_top_k_equals_the_full_ranking(n_docs: int, vocab: int) -> None:
+    rng = np.random.default_rng(n_docs)
+    p = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    p /= p.sum()
+    lens = rng.integers(3, 40, n_docs)
+    idx = BM25Index()
+    idx.prune_min_postings = 0  # prune whenever possible, even on small postings
+    idx.add_flat(rng.choice(vocab, size=int(lens.sum()), p=p), lens)  # short docs, few terms: many tied scores
+    idx.commit()
+    pruned = 0
+    for trial in range(200):
+        query = list(rng.choice(vocab, size=int(rng.integers(1, 6)), p=p))
+        mask = rng.random(n_docs) < 0.3 if trial % 3 == 0 else None
+        k = int(rng.choice([1, 3, 10, 50]))
+        expected = _reference_top(idx, query, k, mask)
+        assert idx.top(query, k, mask) == expected
+        assert idx.top(query, k, mask, prune=False) == expected
+        pruned += idx._top_maxscore(idx._terms(query), k, mask) is not None
+    if n_docs > 100:
+        assert pruned > 20  # the pruned path really ran
