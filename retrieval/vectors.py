@@ -1,9 +1,10 @@
 """Dense search: exact float32 numpy below a size threshold, HNSW (hnswlib) above it.
 
 Exact search is one matrix-vector product and argpartition: memory-bandwidth bound and exact (recall 1.0).
-Above ``hnsw_threshold`` rows an HNSW graph answers unfiltered and lightly filtered queries; the filter is
-applied inside the graph search (hnswlib's filter callback), never after truncation. A filter that keeps few
-rows is answered exactly over those rows, which is both faster and exact there.
+Above ``hnsw_threshold`` rows an HNSW graph answers unfiltered and filtered queries. A filter is never applied
+after truncation: a filtered query searches deep enough for the filter's share of rows (k * n / allowed, twice
+over) and keeps the allowed ones; if that still leaves fewer than k, the graph is searched with the filter
+inside. A filter that keeps few rows is answered exactly over those rows, which is both faster and exact there.
 """
 
 from __future__ import annotations
@@ -71,13 +72,26 @@ class VectorIndex:
         if self._hnsw is None or self._hnsw_rows != n:
             return self.exact_top(query, k, mask)
         allowed = n if mask is None else int(mask[:n].sum())
-        if allowed == 0:
+        if allowed == 0 or k <= 0:
             return []
         if allowed < 0.05 * n or allowed <= k:
             return self.exact_top(query, k, mask)
+        q = query.astype(np.float32)
+        if mask is None:
+            return self._knn(q, min(k, n))
+        # Filtered: search deeper without the filter and keep the allowed rows. A filter independent of where
+        # the vectors lie keeps about ``allowed / n`` of them, so twice k * n / allowed is ample; a filter that
+        # excludes the query's whole neighbourhood leaves too few, and then the graph is searched again with
+        # the filter inside (hnswlib calls back for each candidate, slower but complete).
+        depth = min(n, max(k, int(2 * k * n / allowed)))
+        hits = [(r, s) for r, s in self._knn(q, depth) if mask[r]]
+        if len(hits) >= k:
+            return hits[:k]
+        return self._knn(q, min(k, allowed), lambda i: bool(mask[i]))
+
+    def _knn(self, q: np.ndarray, k: int, keep=None) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
         self._hnsw.set_ef(max(self.ef_search, k))
-        labels, dists = self._hnsw.knn_query(query.astype(np.float32), k=min(k, allowed), num_threads=1,
-                                             filter=None if mask is None else (lambda i: bool(mask[i])))
+        labels, dists = self._hnsw.knn_query(q, k=k, num_threads=1, filter=keep)
         return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
 
     def save(self, folder: Path) -> None:

@@ -78,6 +78,8 @@ class StoreSettings(BaseModel):
     neo4j_password: SecretStr = SecretStr("strata-dev-password")
     neo4j_database: str = "neo4j"
     batch_size: int = Field(2000, ge=1, le=100_000)
+    write_threads: int = Field(
+        2, ge=1, le=16, description="concurrent Neo4j relation writers; their batches never share an entity")
     connection_timeout_s: float = Field(10.0, gt=0)
 
 

@@ -115,6 +115,33 @@ class StoreContract:
         snap = store.read_graph()
         assert len(snap.entities) == n and len(snap.relations) == n
 
+    def test_many_relations_among_shared_entities(self, store: GraphStore) -> None:
+        """Dense writes among few entities (a backend may write them concurrently): every relation lands once,
+        and a relation repeated later in the same call unions its provenance."""
+        import random
+
+        rng = random.Random(5)
+        store.upsert_documents([doc("dense")])
+        store.upsert_chunks([chunk("dense", i) for i in range(8)])
+        store.upsert_entities([Entity(f"d{i:03d}", f"dense {i}", "name", "", ("dense#0000",)) for i in range(60)]
+                              + [Entity("d000", "dense 0", "name", "seen again", ("dense#0001",))])
+        again = next(e for e in store.read_graph().entities if e.id == "d000")
+        assert again.chunk_ids == ("dense#0000", "dense#0001") and again.description == "seen again"
+        rels, expected = [], {}
+        for i in range(1500):
+            a, b = rng.sample(range(60), 2)
+            cid = f"dense#{rng.randrange(8):04d}"
+            rels.append(Relation(f"x{i:05d}", f"d{a:03d}", f"d{b:03d}", "linked", (cid,)))
+            expected[f"x{i:05d}"] = (f"d{a:03d}", f"d{b:03d}", {cid})
+        for i in range(0, 1500, 7):  # repeats with one more chunk each
+            src, dst, cids = expected[f"x{i:05d}"]
+            extra = f"dense#{(int(sorted(cids)[0][-1]) + 1) % 8:04d}"
+            rels.append(Relation(f"x{i:05d}", src, dst, "linked", (extra,)))
+            cids.add(extra)
+        store.upsert_relations(rels)
+        got = {r.id: (r.source_id, r.target_id, set(r.chunk_ids)) for r in store.read_graph().relations}
+        assert got == expected
+
     def test_communities_and_reports_round_trip(self, store: GraphStore) -> None:
         self.seed(store)
         comms = [Community("c0", 0, None, ("e1", "e2", "e3", "e4")), Community("c1", 1, "c0", ("e1", "e4"))]

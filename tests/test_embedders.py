@@ -83,7 +83,7 @@ def test_convex_and_adaptive_fusion() -> None:
     assert s == 1.0 and d == 0.5  # the lists disagree: the dense weight is halved
 
 
-def test_hnsw_above_threshold_filters_inside_the_search() -> None:
+def test_hnsw_above_threshold_answers_filtered_queries_completely() -> None:
     from retrieval.vectors import VectorIndex
 
     rng = np.random.default_rng(3)
@@ -99,9 +99,16 @@ def test_hnsw_above_threshold_filters_inside_the_search() -> None:
     approx = [r for r, _ in idx.top(q, 10)]
     assert len(set(exact) & set(approx)) >= 8
     mask = np.zeros(3000, bool)
-    mask[::2] = True  # half the rows: answered by the graph with the filter inside
+    mask[::2] = True  # half the rows, spread evenly: a deeper search without the filter finds them
     hits = idx.top(q, 10, mask)
     assert len(hits) == 10 and all(r % 2 == 0 for r, _ in hits)
+    assert len({r for r, _ in hits} & {r for r, _ in idx.exact_top(q, 10, mask)}) >= 8
+    far = np.flatnonzero(data @ q < np.quantile(data @ q, 0.2))  # the 20% of rows least like the query
+    remote = np.zeros(3000, bool)
+    remote[far] = True  # none of them is near the query: the graph is searched with the filter inside
+    hits = idx.top(q, 10, remote)
+    assert len(hits) == 10 and all(remote[r] for r, _ in hits)
+    assert len({r for r, _ in hits} & {r for r, _ in idx.exact_top(q, 10, remote)}) >= 8
     small = np.zeros(3000, bool)
     small[[5, 6, 7]] = True  # few rows: answered exactly
     assert sorted(r for r, _ in idx.top(q, 10, small)) == [5, 6, 7]

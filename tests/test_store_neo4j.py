@@ -14,10 +14,23 @@ class TestNeo4jStore(StoreContract):
     @pytest.fixture
     def store(self, neo4j_store_settings: StoreSettings):
         s = Neo4jGraphStore.connect(neo4j_store_settings)
+        s.batch_size = 100  # small batches, so the larger tests take the concurrent relation writers
         s.clear()
         yield s
         s.clear()
         s.close()
+
+
+def test_concurrent_relation_rounds_never_share_a_bucket() -> None:
+    from strata.store.neo4j_store import disjoint_rounds
+
+    for buckets in (2, 4, 8):
+        rounds = disjoint_rounds(buckets)
+        pairs = [p for r in rounds for p in r]
+        assert sorted(pairs) == [(a, b) for a in range(buckets) for b in range(a, buckets)]
+        for r in rounds:
+            used = [x for a, b in r for x in {a, b}]
+            assert len(used) == len(set(used))
 
 
 def test_wrong_password_names_the_uri(neo4j_store_settings: StoreSettings) -> None:

@@ -1,4 +1,5 @@
-"""JSON encoding of the record fields that stores keep as strings (metadata, report findings)."""
+"""Encodings shared by the stores: JSON for the fields kept as strings (metadata, report findings), and the
+description merge rule."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ from strata.records import Finding, Report
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def merge_text(old: str, new: str, limit: int = 4000) -> str:
+    """How a stored description takes in a new one: kept when it already holds it, else appended (bounded)."""
+    if not old:
+        return new
+    if not new or new in old:
+        return old
+    return (old + "\n" + new)[:limit]
 
 
 def findings_to_json(findings: tuple[Finding, ...]) -> str:

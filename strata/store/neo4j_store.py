@@ -5,6 +5,11 @@ checks connectivity, turning an unreachable server or a refused password into :c
 naming the URI. Writes go in batches of ``batch_size`` rows, one managed transaction per batch (the driver
 retries transient errors), so a batch commits whole or not at all.
 
+Relations are written by ``write_threads`` concurrent sessions without lock conflicts: entities are hashed into
+buckets, each relation falls in the cell of its two endpoints' buckets, and the cells written at the same time
+never share a bucket (a round-robin schedule over the bucket pairs), so no two concurrent transactions lock the
+same entity and none waits for or deadlocks with another.
+
 Graph shape: ``(:Document)-[:HAS_CHUNK]->(:Chunk)<-[:MENTIONED_IN]-(:Entity)``,
 ``(:Entity)-[:RELATED {id, description, weight, chunk_ids}]->(:Entity)``,
 ``(:Entity)-[:IN_COMMUNITY]->(:Community)-[:CHILD_OF]->(:Community)``; reports are properties of Community.
@@ -13,6 +18,8 @@ Graph shape: ``(:Document)-[:HAS_CHUNK]->(:Chunk)<-[:MENTIONED_IN]-(:Entity)``,
 from __future__ import annotations
 
 import json
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator, Sequence
 
 from neo4j import Driver, GraphDatabase, ManagedTransaction
@@ -21,7 +28,7 @@ from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable, SessionE
 from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
 from strata.settings import StoreSettings
 from strata.store import cypher
-from strata.store.codec import dumps, report_from_row, report_row
+from strata.store.codec import dumps, merge_text, report_from_row, report_row
 from strata.store.port import StoreError, StoreUnavailableError
 
 
@@ -30,13 +37,49 @@ def _batches(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield rows[i:i + size]
 
 
+def disjoint_rounds(buckets: int) -> list[list[tuple[int, int]]]:
+    """Every unordered pair of buckets (a bucket with itself included), grouped into rounds whose pairs share no
+    bucket: the circle method's buckets - 1 rounds for the pairs of distinct buckets, then one for the diagonal."""
+    if buckets < 2 or buckets % 2:
+        raise ValueError(f"need an even number of buckets, got {buckets}")
+    rounds = []
+    ring = buckets - 1
+    for r in range(ring):
+        pairs = [(r, ring)] + [((r + t) % ring, (r - t) % ring) for t in range(1, buckets // 2)]
+        rounds.append([(min(a, b), max(a, b)) for a, b in pairs])
+    rounds.append([(b, b) for b in range(buckets)])
+    return rounds
+
+
+def _coalesce(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per id: a statement sees its own MERGEs but computes every row's SET from values read before
+    them, so repeats of an id within one batch would overwrite each other. Repeats are folded here as the
+    store folds them across calls: descriptions merged, chunk ids unioned in order, other fields from the last."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        seen = out.get(row["id"])
+        if seen is None:
+            out[row["id"]] = dict(row)
+        else:
+            merged = {**row, "description": merge_text(seen["description"], row["description"]),
+                      "chunk_ids": list(dict.fromkeys(seen["chunk_ids"] + row["chunk_ids"]))}
+            out[row["id"]] = merged
+    return list(out.values())
+
+
+def _bucket(entity_id: str, buckets: int) -> int:
+    return zlib.crc32(entity_id.encode("utf-8")) % buckets
+
+
 class Neo4jGraphStore:
     backend = "neo4j"
 
-    def __init__(self, driver: Driver, database: str = "neo4j", batch_size: int = 2000, uri: str = "") -> None:
+    def __init__(self, driver: Driver, database: str = "neo4j", batch_size: int = 2000, uri: str = "",
+                 write_threads: int = 2) -> None:
         self.driver = driver
         self.database = database
         self.batch_size = batch_size
+        self.write_threads = write_threads
         self.uri = uri or "neo4j"
         self._schema_ready = False
 
@@ -54,7 +97,7 @@ class Neo4jGraphStore:
         except (ServiceUnavailable, OSError, Neo4jError) as exc:
             driver.close()
             raise StoreUnavailableError(f"Neo4j at {settings.neo4j_uri} is not reachable: {exc}") from exc
-        store = cls(driver, settings.neo4j_database, settings.batch_size, settings.neo4j_uri)
+        store = cls(driver, settings.neo4j_database, settings.batch_size, settings.neo4j_uri, settings.write_threads)
         store.ensure_schema()
         return store
 
@@ -104,14 +147,26 @@ class Neo4jGraphStore:
              "metadata": dumps(c.metadata)} for c in chunks])
 
     def upsert_entities(self, entities: Sequence[Entity]) -> None:
-        self._write_rows(cypher.UPSERT_ENTITIES, [
+        self._write_rows(cypher.UPSERT_ENTITIES, _coalesce([
             {"id": e.id, "name": e.name, "type": e.type, "description": e.description, "chunk_ids": list(e.chunk_ids)}
-            for e in entities])
+            for e in entities]))
 
     def upsert_relations(self, relations: Sequence[Relation]) -> None:
-        self._write_rows(cypher.UPSERT_RELATIONS, [
-            {"id": r.id, "source_id": r.source_id, "target_id": r.target_id, "description": r.description,
-             "chunk_ids": list(r.chunk_ids)} for r in relations])
+        rows = _coalesce([{"id": r.id, "source_id": r.source_id, "target_id": r.target_id,
+                           "description": r.description, "chunk_ids": list(r.chunk_ids)} for r in relations])
+        if self.write_threads < 2 or len(rows) < 4 * self.batch_size:
+            self._write_rows(cypher.UPSERT_RELATIONS, rows)
+            return
+        buckets = 2 * self.write_threads
+        cells: dict[tuple[int, int], list[dict[str, Any]]] = {}
+        for row in rows:
+            a, b = _bucket(row["source_id"], buckets), _bucket(row["target_id"], buckets)
+            cells.setdefault((min(a, b), max(a, b)), []).append(row)
+        with ThreadPoolExecutor(self.write_threads, thread_name_prefix="strata-neo4j") as pool:
+            for pairs in disjoint_rounds(buckets):
+                # A round ends before the next starts: its cells' entities are disjoint only among themselves.
+                for done in [pool.submit(self._write_rows, cypher.UPSERT_RELATIONS, cells.get(p, [])) for p in pairs]:
+                    done.result()
 
     def delete_document(self, document_id: str) -> DeletionResult:
         def run(tx: ManagedTransaction) -> DeletionResult:

@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
 from strata.sqlite_db import connect
-from strata.store.codec import dumps, report_from_row, report_row
+from strata.store.codec import dumps, merge_text, report_from_row, report_row
 from strata.store.port import StoreError
 
 SCHEMA = """
@@ -43,14 +43,6 @@ CREATE TABLE IF NOT EXISTS reports (community_id TEXT PRIMARY KEY, level INTEGER
   summary TEXT NOT NULL, findings TEXT NOT NULL, rating REAL NOT NULL, fingerprint TEXT NOT NULL, mode TEXT NOT NULL,
   model TEXT NOT NULL, created_at TEXT NOT NULL, stale INTEGER NOT NULL DEFAULT 0, inputs TEXT NOT NULL DEFAULT '');
 """
-
-
-def _merge_text(old: str, new: str, limit: int = 4000) -> str:
-    if not old:
-        return new
-    if not new or new in old:
-        return old
-    return (old + "\n" + new)[:limit]
 
 
 class SQLiteGraphStore:
@@ -112,7 +104,7 @@ class SQLiteGraphStore:
         if row is None:
             db.execute(insert_sql, insert_args)
         else:
-            db.execute(f"UPDATE {table} SET description = ? WHERE id = ?", (_merge_text(row["description"], description), row_id))
+            db.execute(f"UPDATE {table} SET description = ? WHERE id = ?", (merge_text(row["description"], description), row_id))
         db.executemany(f"INSERT OR IGNORE INTO {link_table}({link_column}, chunk_id) SELECT ?, id FROM chunks WHERE id = ?",
                        [(row_id, cid) for cid in chunk_ids])
 
