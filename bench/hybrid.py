@@ -4,8 +4,9 @@
 
 Chunks are synthetic and seeded: BM25 term ids as in bench.bm25, 384-d unit vectors of low intrinsic dimension
 (LatentTopics below; uniform random vectors make every HNSW look broken), and a ``team`` field with ten values,
-so the filter keeps 10%. Each query runs both engines for 4 x top_k = 40 candidates under the filter and fuses
-them with weighted RRF. At each size the exact numpy path (the naive peer) is measured; at --hnsw-sizes the
+so the filter keeps 10%. Each query goes through ChunkIndex.search, the code that serves `strata search` and the
+API, with top_k 10 and the default settings: the filter's columns, both engines concurrently for 4 x top_k
+candidates under the filter, and the default fusion (the query vectors are precomputed). At each size the exact numpy path (the naive peer) is measured; at --hnsw-sizes the
 HNSW graph is built too, and its recall@10 is measured against exact search on the same queries, without and
 with the filter. Last line: one JSON object.
 """
@@ -22,8 +23,9 @@ import numpy as np
 from bench.bm25 import corpus, queries
 from retrieval.bm25 import BM25Index
 from retrieval.filters import ColumnIndex, parse_filter
-from retrieval.fusion import weighted_rrf
+from retrieval.index import ChunkIndex, DenseEngine, IndexedChunk, SparseEngine
 from retrieval.vectors import VectorIndex
+from strata.settings import RetrievalSettings
 
 DIM = 384
 LATENT = 64
@@ -55,12 +57,26 @@ class LatentTopics:
         return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-def hybrid_query(bm25: BM25Index, vec: VectorIndex, columns: ColumnIndex, q_terms: np.ndarray, q_vec: np.ndarray,
-                 team: int, k: int = 10) -> list[tuple[int, float]]:
-    mask = columns.mask(parse_filter({"team": f"t{team}"}), bm25.alive)
-    sparse = bm25.top(q_terms, 4 * k, mask)
-    dense = vec.top(q_vec, 4 * k, mask)
-    return weighted_rrf([(1.0, [r for r, _ in sparse]), (1.0, [r for r, _ in dense])], k=60)[:k]
+class QueryVectors:
+    """An embedder that answers the benchmark's query texts with their precomputed vectors."""
+
+    name, semantic = "bench-latent", True
+
+    def __init__(self, vectors: dict[str, np.ndarray]) -> None:
+        self.vectors, self.dim = vectors, DIM
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def chunk_index(bm25: BM25Index, rows: list[IndexedChunk], vectors: VectorIndex, embedder: QueryVectors) -> ChunkIndex:
+    """A ChunkIndex over prebuilt parts, so queries take the same path as `strata search` (filter columns,
+    both engines concurrently, fusion)."""
+    index = ChunkIndex(RetrievalSettings(), embedder=embedder)
+    index.bm25, index.rows, index.vectors = bm25, rows, vectors
+    index.sparse = SparseEngine(index.tokenizer, bm25)
+    index.dense = DenseEngine(embedder, vectors)
+    return index
 
 
 def main() -> None:
@@ -72,20 +88,21 @@ def main() -> None:
     results: dict[str, float] = {}
     print(f"{'chunks':>9}  {'dense path':<10}{'build s':>9}{'p50 ms':>9}{'recall@10':>11}{'filtered r@10':>15}")
     qs = queries(args.queries)
+    texts = [" ".join(f"w{t}" for t in q) for q in qs]  # term ids as words the tokenizer keeps whole
     for n in sorted(set(args.sizes) | set(args.hnsw_sizes)):
         flat, lens = corpus(n)
         bm25 = BM25Index()
         bm25.add_flat(flat, lens)
         bm25.commit()
+        bm25.vocab = {f"w{i}": i for i in range(bm25.n_terms)}
         del flat
         vecs, topics = vectors(n)
-        rows = [{"team": f"t{i % 10}"} for i in range(n)]
-        columns = ColumnIndex(rows)
+        rows = [IndexedChunk(f"c{i}", f"d{i}", "", "bench", {"team": f"t{i % 10}"}) for i in range(n)]
         rng = np.random.default_rng(5)
         q_vecs = topics.sample(rng, len(qs))
+        embedder = QueryVectors(dict(zip(texts, q_vecs)))
         exact = VectorIndex(DIM, hnsw_threshold=10**12)
         exact.matrix = vecs
-        columns.mask(parse_filter({"team": "t0"}))  # build the column once, as a long-lived index would
         paths = [("exact", exact, 0.0)]
         if n in args.hnsw_sizes:
             ann = VectorIndex(DIM, hnsw_threshold=1)
@@ -93,17 +110,22 @@ def main() -> None:
             t0 = time.perf_counter()
             ann.build_ann()
             paths.append(("hnsw", ann, time.perf_counter() - t0))
+        columns = ColumnIndex([r.fields for r in rows])
         masks = [columns.mask(parse_filter({"team": f"t{t}"}), bm25.alive) for t in range(10)]
         truth = [[r for r, _ in exact.exact_top(q, 10)] for q in q_vecs[:100]]
         truth_filtered = [[r for r, _ in exact.exact_top(q, 10, masks[i % 10])] for i, q in enumerate(q_vecs[:100])]
         for name, vec, build in paths:
             if n not in args.sizes and name == "exact":
                 continue
+            index = chunk_index(bm25, rows, vec, embedder)
+            index.search(texts[0], 10, metadata_filter={"team": "t0"})  # builds the filter columns once
             times = []
-            for i, (qt, qv) in enumerate(zip(qs, q_vecs)):
+            for i, text in enumerate(texts):
                 t0 = time.perf_counter()
-                hybrid_query(bm25, vec, columns, qt, qv, i % 10)
+                hits = index.search(text, 10, metadata_filter={"team": f"t{i % 10}"})
                 times.append(time.perf_counter() - t0)
+                assert len(hits) == 10 and all(int(h.chunk_id[1:]) % 10 == i % 10 for h in hits)  # the filter held
+            index.close()
             p50 = statistics.median(times[5:]) * 1000
             recall = float(np.mean([len(set(truth[i]) & {r for r, _ in vec.top(q, 10)}) / 10
                                     for i, q in enumerate(q_vecs[:100])]))
@@ -116,7 +138,7 @@ def main() -> None:
                 results["hnsw_recall10"] = round(recall, 4)
                 results["hnsw_recall10_filtered"] = round(recall_f, 4)
                 results[f"hnsw_build_s_{tag}"] = round(build, 1)
-        del vecs, bm25, columns
+        del vecs, bm25, rows, columns, paths
     for tag in ("100k", "1m"):
         cands = [v for k, v in results.items() if k.startswith(f"p50_ms_{tag}_")]
         if cands:

@@ -191,9 +191,10 @@ class ChunkIndex:
         if use_dense and use_sparse:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-search")
-            f_sparse = self._pool.submit(self.sparse.rank, text, depth, mask)
+            # The dense engine runs beside this thread, which ranks BM25 meanwhile.
             f_dense = self._pool.submit(self.dense.rank, text, depth, mask)  # type: ignore[union-attr]
-            sparse, dense = f_sparse.result(), f_dense.result()
+            sparse = self.sparse.rank(text, depth, mask)
+            dense = f_dense.result()
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
             dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]

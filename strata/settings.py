@@ -129,7 +129,7 @@ class RetrievalSettings(BaseModel):
     rerank: bool = Field(False, description="lexical rerank of the fused candidates")
     rerank_overlap_weight: float = Field(0.5, ge=0)
     rerank_phrase_weight: float = Field(0.5, ge=0)
-    hnsw_threshold: int = Field(200_000, ge=1, description="rows above which dense search uses an HNSW graph")
+    hnsw_threshold: int = Field(50_000, ge=1, description="rows above which dense search uses an HNSW graph")
     candidate_multiplier: int = Field(4, ge=1, le=100)
     top_k: int = Field(8, ge=1, le=1000)
     answer_sentences: int = Field(4, ge=1, le=20)

@@ -83,8 +83,11 @@ def test_convex_and_adaptive_fusion() -> None:
     assert s == 1.0 and d == 0.5  # the lists disagree: the dense weight is halved
 
 
-def test_hnsw_above_threshold_answers_filtered_queries_completely() -> None:
+def test_hnsw_above_threshold_answers_filtered_queries_completely(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval import vectors
     from retrieval.vectors import VectorIndex
+
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 100)  # this small collection stands in for a large one
 
     rng = np.random.default_rng(3)
     centers = rng.normal(size=(20, 32))
@@ -109,6 +112,10 @@ def test_hnsw_above_threshold_answers_filtered_queries_completely() -> None:
     hits = idx.top(q, 10, remote)
     assert len(hits) == 10 and all(remote[r] for r, _ in hits)
     assert len({r for r, _ in hits} & {r for r, _ in idx.exact_top(q, 10, remote)}) >= 8
+    monkeypatch.setattr(vectors, "MAX_DEPTH", 15)  # too deep to oversample: the filter goes inside at once
+    hits = idx.top(q, 10, mask)
+    assert len(hits) == 10 and all(r % 2 == 0 for r, _ in hits)
+    assert len({r for r, _ in hits} & {r for r, _ in idx.exact_top(q, 10, mask)}) >= 8
     small = np.zeros(3000, bool)
     small[[5, 6, 7]] = True  # few rows: answered exactly
     assert sorted(r for r, _ in idx.top(q, 10, small)) == [5, 6, 7]
