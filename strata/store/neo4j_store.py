@@ -87,7 +87,10 @@ class Neo4jGraphStore:
     def connect(cls, settings: StoreSettings) -> "Neo4jGraphStore":
         driver = GraphDatabase.driver(settings.neo4j_uri, auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
                                       connection_timeout=settings.connection_timeout_s,
-                                      max_transaction_retry_time=15.0)
+                                      max_transaction_retry_time=15.0,
+                                      # Transient errors here are mostly a rare lock conflict between the
+                                      # concurrent relation writers: retry soon rather than after the 1 s default.
+                                      initial_retry_delay=0.1)
         try:
             driver.verify_connectivity()
         except AuthError as exc:
@@ -229,11 +232,14 @@ class Neo4jGraphStore:
         return [self._chunk(r["c"]) for r in self._read(cypher.ALL_CHUNKS)]
 
     def read_graph(self) -> GraphSnapshot:
-        entities = tuple(Entity(r["id"], r["name"], r["type"], r["description"], tuple(sorted(r["chunk_ids"])))
-                         for r in self._read(cypher.READ_ENTITIES))
-        relations = tuple(Relation(r["id"], r["source_id"], r["target_id"], r["description"], tuple(sorted(r["chunk_ids"])))
-                          for r in self._read(cypher.READ_RELATIONS))
-        return GraphSnapshot(entities, relations)
+        entities, relations = [], []
+        for r in self._read(cypher.READ_GRAPH):
+            entities.append(Entity(r["id"], r["name"], r["type"], r["description"], tuple(sorted(r["chunk_ids"]))))
+            relations.extend(Relation(rid, r["id"], target, description, tuple(sorted(chunk_ids)))
+                             for rid, target, description, chunk_ids in r["related"])
+        entities.sort(key=lambda e: e.id)
+        relations.sort(key=lambda x: x.id)
+        return GraphSnapshot(tuple(entities), tuple(relations))
 
     def communities(self) -> list[Community]:
         return [Community(r["id"], r["level"], r["parent_id"], tuple(sorted(r["entity_ids"])))
