@@ -5,10 +5,11 @@ checks connectivity, turning an unreachable server or a refused password into :c
 naming the URI. Writes go in batches of ``batch_size`` rows, one managed transaction per batch (the driver
 retries transient errors), so a batch commits whole or not at all.
 
-Relations are written by ``write_threads`` concurrent sessions without lock conflicts: entities are hashed into
-buckets, each relation falls in the cell of its two endpoints' buckets, and the cells written at the same time
-never share a bucket (a round-robin schedule over the bucket pairs), so no two concurrent transactions lock the
-same entity and none waits for or deadlocks with another.
+Relations are written by ``write_threads`` concurrent sessions: entities are hashed into buckets, each relation
+falls in the cell of its two endpoints' buckets, and the cells written at the same time never share a bucket (a
+round-robin schedule over the bucket pairs), so no two concurrent transactions lock the same entity. What is
+left is a rare conflict on a relationship record that sits in the chains of two entities written by different
+sessions; Neo4j reports it as a deadlock, a transient error, and the driver retries that batch whole.
 
 Graph shape: ``(:Document)-[:HAS_CHUNK]->(:Chunk)<-[:MENTIONED_IN]-(:Entity)``,
 ``(:Entity)-[:RELATED {id, description, weight, chunk_ids}]->(:Entity)``,
