@@ -39,9 +39,23 @@ neo4j-start: install
 neo4j-stop:
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop
 
+# Every benchmark, one after another (about an hour on two cores; MiniLM embedding SciFact and the HNSW build
+# at 1M are most of it). `make bench BENCHES="bm25 leiden"` runs a few; each is also `python -m bench.NAME`.
+BENCHES ?= bm25 hybrid beir carol leiden christmas_carol router reindex neo4j_write
+BENCH_DIR ?= .strata-bench
+
 bench: install-test
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
-	$(BIN)/python -m bench.neo4j_write; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
+	rc=0; for b in $(BENCHES); do \
+	  echo "== bench.$$b"; \
+	  case $$b in \
+	    carol) $(BIN)/python -m bench.carol_qrels $(BENCH_DIR)/carol-beir && \
+	           $(BIN)/python -m bench.beir --corpus $(BENCH_DIR)/carol-beir/corpus.jsonl \
+	             --queries $(BENCH_DIR)/carol-beir/queries.jsonl --qrels $(BENCH_DIR)/carol-beir/qrels.tsv || rc=1 ;; \
+	    reindex) $(BIN)/python -m bench.reindex --llm || rc=1 ;; \
+	    *) $(BIN)/python -m bench.$$b || rc=1 ;; \
+	  esac; \
+	done; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
 
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache
+	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache
