@@ -25,6 +25,15 @@ from typing import Iterable, Sequence
 import numpy as np
 
 
+def _run_starts(a: np.ndarray) -> np.ndarray:
+    """For a sorted array: True where a run of equal values begins."""
+    first = np.empty(a.size, bool)
+    if a.size:
+        first[0] = True
+        np.not_equal(a[1:], a[:-1], out=first[1:])
+    return first
+
+
 class BM25Index:
     prune_min_postings = 20_000  # below this many matched postings the exhaustive pass is already fast
 
@@ -140,7 +149,7 @@ class BM25Index:
             for s in range(0, term.size, 1 << 22):
                 t, r, f = term[s:s + (1 << 22)], self.rows[s:s + (1 << 22)], self.tf[s:s + (1 << 22)]
                 w = self._weights(idf[t], f, r)
-                starts = np.flatnonzero(np.concatenate(([True], t[1:] != t[:-1])))
+                starts = np.flatnonzero(_run_starts(t))
                 np.maximum.at(self.max_weight, t[starts], np.maximum.reduceat(w, starts))
         # A row without the term gets 0 from it, so the bound on what a term can add is never below 0.
         np.maximum(self.max_weight, 0.0, out=self.max_weight)
@@ -186,9 +195,7 @@ class BM25Index:
         # adds its inputs in order, like rank_bm25's loop over the query.
         order = np.argsort(rows, kind="stable")
         rows, weights = rows[order], weights[order]
-        first = np.empty(rows.size, bool)
-        first[0] = True
-        np.not_equal(rows[1:], rows[:-1], out=first[1:])
+        first = _run_starts(rows)
         return rows[first], np.bincount(np.cumsum(first) - 1, weights=weights)
 
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
@@ -258,7 +265,7 @@ class BM25Index:
         head = [terms[i] for i in by_bound[:j]]
         rest_bound = float(sum(self.max_weight[terms[i]] for i in by_bound[j:]))
         cand = np.sort(np.concatenate([self.rows[self.indptr[t]:self.indptr[t + 1]] for t in head]))
-        cand = cand[np.concatenate(([True], cand[1:] != cand[:-1]))]
+        cand = cand[_run_starts(cand)]
         if mask is not None:
             cand = cand[mask[cand]]
         if cand.size < k:
