@@ -6,9 +6,9 @@ Chunks are synthetic and seeded: BM25 term ids as in bench.bm25, 384-d unit vect
 (LatentTopics below; uniform random vectors make every HNSW look broken), and a ``team`` field with ten values,
 so the filter keeps 10%. Each query goes through ChunkIndex.search, the code that serves `strata search` and the
 API, with top_k 10 and the default settings: the filter's columns, both engines concurrently for 4 x top_k
-candidates under the filter, and the default fusion (the query vectors are precomputed). At each size the exact numpy path (the naive peer) is measured; at --hnsw-sizes the
-HNSW graph is built too, and its recall@10 is measured against exact search on the same queries, without and
-with the filter. Last line: one JSON object.
+candidates under the filter, and the default fusion (the query vectors are precomputed). At each size the exact
+numpy path (the naive peer) is measured; at --hnsw-sizes the HNSW graph is built too, and its recall@10 is
+measured against exact search on the same queries, without and with the filter. Last line: one JSON object.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
     python -m bench.neo4j_write [--entities 100000] [--relations 300000] [--naive-sample 2000]
 
 Needs the server from ``scripts/neo4j start`` (or STRATA_STORE__NEO4J_* settings). The database is cleared
-before and after. A warm-up graph (--warmup, half the size) is written and cleared first, because a fresh
-JVM has not compiled its write paths yet; its rate is printed too. Relations are written by
---write-threads concurrent sessions (the store's default, 2) in batches of --batch-size rows. Prints a table, then one JSON line with batched_rel_per_s, naive_rel_per_s, ratio, readback_s.
+before and after. A warm-up graph (--warmup, half the size) is written and cleared first, because a fresh JVM
+has not compiled its write paths yet; its rate is printed too. Relations are written by --write-threads
+concurrent sessions (the store's default, 2) in batches of --batch-size rows. Prints a table, then one JSON
+line with batched_rel_per_s, naive_rel_per_s, ratio, readback_s.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def synthetic(n_entities: int, n_relations: int, n_chunks: int, seed: int = 7) -
     return chunks, entities, relations
 
 
+def write_graph(store: Neo4jGraphStore, chunks: list[Chunk], entities: list[Entity],
+                relations: list[Relation]) -> tuple[float, float]:
+    """Write one document's chunks, then the entities and the relations; seconds for each of the last two."""
+    store.upsert_documents([Document("bench", "bench.txt", "", "h")])
+    store.upsert_chunks(chunks)
+    t0 = time.perf_counter()
+    store.upsert_entities(entities)
+    t_ent = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    store.upsert_relations(relations)
+    return t_ent, time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--entities", type=int, default=100_000)
@@ -58,27 +72,15 @@ def main() -> None:
     store.clear()
     chunks, entities, relations = synthetic(args.entities, args.relations, 1000)
     try:
-        cold = None
+        warmup = None
         if args.warmup > 0:
             # A long-running server has compiled its write paths; a fresh JVM has not. Write a smaller graph
-            # first (timed: the cold figure), clear it, then measure.
+            # first (its relation rate is reported too), clear it, then measure.
             w_chunks, w_entities, w_relations = synthetic(int(args.entities * args.warmup),
                                                           int(args.relations * args.warmup), 1000, seed=8)
-            store.upsert_documents([Document("bench", "bench.txt", "", "h")])
-            store.upsert_chunks(w_chunks)
-            store.upsert_entities(w_entities)
-            t0 = time.perf_counter()
-            store.upsert_relations(w_relations)
-            cold = len(w_relations) / (time.perf_counter() - t0)
+            warmup = len(w_relations) / write_graph(store, w_chunks, w_entities, w_relations)[1]
             store.clear()
-        store.upsert_documents([Document("bench", "bench.txt", "", "h")])
-        store.upsert_chunks(chunks)
-        t0 = time.perf_counter()
-        store.upsert_entities(entities)
-        t_ent = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        store.upsert_relations(relations)
-        t_rel = time.perf_counter() - t0
+        t_ent, t_rel = write_graph(store, chunks, entities, relations)
         batched = len(relations) / t_rel
 
         # The naive path on a sample: one auto-committed transaction per relation, as a per-row loop would do.
@@ -107,14 +109,14 @@ def main() -> None:
     print(f"{'path':<38}{'rows':>10}{'seconds':>10}{'rows/s':>12}")
     print(f"{'entities, batched UNWIND':<38}{len(entities):>10}{t_ent:>10.2f}{len(entities) / t_ent:>12,.0f}")
     print(f"{'relations, batched UNWIND':<38}{len(relations):>10}{t_rel:>10.2f}{batched:>12,.0f}")
-    if cold is not None:
-        print(f"{'relations, batched, warm-up pass':<38}{int(args.relations * args.warmup):>10}{'':>10}{cold:>12,.0f}")
+    if warmup is not None:
+        print(f"{'relations, batched, warm-up pass':<38}{int(args.relations * args.warmup):>10}{'':>10}{warmup:>12,.0f}")
     print(f"{'relations, naive (1 MERGE per tx)':<38}{len(sample):>10}{t_naive:>10.2f}{naive:>12,.0f}")
     print(f"{'read back for Leiden (median of 3)':<38}{len(snap.entities) + len(snap.relations):>10}{readback:>10.2f}")
     print(f"batched / naive: {batched / naive:.1f}x")
     print(json.dumps({"batched_rel_per_s": round(batched), "naive_rel_per_s": round(naive),
                       "ratio": round(batched / naive, 1), "readback_s": round(readback, 2),
-                      "warmup_rel_per_s": round(cold) if cold else None, "batch_size": args.batch_size,
+                      "warmup_rel_per_s": round(warmup) if warmup else None, "batch_size": args.batch_size,
                       "write_threads": args.write_threads}))
 
 

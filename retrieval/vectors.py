@@ -11,6 +11,7 @@ leaves fewer than k, the graph is searched with the filter inside (hnswlib calls
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class VectorIndex:
                 return hits[:k]
         return self._knn(q, min(k, allowed), lambda i: bool(mask[i]))
 
-    def _knn(self, q: np.ndarray, k: int, keep=None) -> list[tuple[int, float]]:  # type: ignore[no-untyped-def]
+    def _knn(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
         self._hnsw.set_ef(max(self.ef_search, k))
         labels, dists = self._hnsw.knn_query(q, k=k, num_threads=1, filter=keep)
         return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
