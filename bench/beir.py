@@ -20,8 +20,8 @@ from typing import Callable
 from retrieval.embed import minilm_available
 from retrieval.index import ChunkIndex
 from retrieval.vector_cache import VectorCache
-from strata.records import Chunk, stable_hash
-from strata.settings import RetrievalSettings
+from core.records import Chunk, stable_hash
+from core.settings import RetrievalSettings
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from extraction.resolution import normalize_name
 from strata.pipeline import index_folder
-from strata.settings import StrataSettings
-from strata.store import open_store
+from core.settings import StrataSettings
+from core.store import open_store
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "christmas_carol"
 

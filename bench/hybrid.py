@@ -25,7 +25,7 @@ from retrieval.bm25 import BM25Index
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.index import ChunkIndex, DenseEngine, IndexedChunk, SparseEngine
 from retrieval.vectors import VectorIndex
-from strata.settings import RetrievalSettings
+from core.settings import RetrievalSettings
 
 DIM = 384
 LATENT = 64

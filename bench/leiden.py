@@ -18,7 +18,7 @@ import time
 import networkx as nx
 
 from communities.leiden import WeightedEdge, build_graph, hierarchical_leiden
-from strata.settings import CommunitySettings
+from core.settings import CommunitySettings
 
 
 def planted_graph(n: int, edges_per_node: float = 5.0, group: int = 50, p_in: float = 0.85, seed: int = 1) -> tuple[list[str], list[WeightedEdge]]:

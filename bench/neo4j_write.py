@@ -17,10 +17,10 @@ import random
 import statistics
 import time
 
-from strata.records import Chunk, Document, Entity, Relation
-from strata.settings import StrataSettings
-from strata.store import cypher
-from strata.store.neo4j_store import Neo4jGraphStore
+from core.records import Chunk, Document, Entity, Relation
+from core.settings import StrataSettings
+from core.store import cypher
+from core.store.neo4j_store import Neo4jGraphStore
 
 
 def synthetic(n_entities: int, n_relations: int, n_chunks: int, seed: int = 7) -> tuple[list[Chunk], list[Entity], list[Relation]]:

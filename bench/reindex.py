@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from strata.pipeline import index_folder
-from strata.settings import StrataSettings
+from core.settings import StrataSettings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from retrieval.router import _STRONG_GLOBAL, _WEAK_GLOBAL, EntityLexicon, route_question
 from strata.pipeline import Workspace, index_folder
-from strata.settings import StrataSettings
+from core.settings import StrataSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

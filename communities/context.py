@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from strata.records import Community, Entity, GraphSnapshot, Relation, stable_hash
+from core.records import Community, Entity, GraphSnapshot, Relation, stable_hash
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from communities.context import GraphIndex, inputs_manifest
-from strata.records import Community, GraphSnapshot, Report
-from strata.settings import CommunitySettings, LLMSettings
+from core.records import Community, GraphSnapshot, Report
+from core.settings import CommunitySettings, LLMSettings
 
 WEIGHTS = {"members": 0.30, "descriptions": 0.20, "relations": 0.25, "sources": 0.25}
 

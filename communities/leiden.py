@@ -16,8 +16,8 @@ from typing import Sequence
 
 import igraph as ig
 
-from strata.records import Community, GraphSnapshot, stable_hash
-from strata.settings import CommunitySettings
+from core.records import Community, GraphSnapshot, stable_hash
+from core.settings import CommunitySettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from communities.context import CommunityContext, fingerprint
 from communities.reports import ExtractiveReportWriter, now_iso
 from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from prompts import load_prompt
-from strata.records import Chunk, Finding, Report
-from strata.settings import CommunitySettings
+from core.records import Chunk, Finding, Report
+from core.settings import CommunitySettings
 
 
 class _Finding(BaseModel):

@@ -17,8 +17,8 @@ from typing import Callable, Collection, Protocol, Sequence
 
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
-from strata.records import Community, Finding, GraphSnapshot, Report
-from strata.settings import CommunitySettings
+from core.records import Community, Finding, GraphSnapshot, Report
+from core.settings import CommunitySettings
 
 
 class ReportWriter(Protocol):

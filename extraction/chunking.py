@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from strata.records import Chunk, Document, stable_hash
-from strata.settings import ChunkingSettings
+from core.records import Chunk, Document, stable_hash
+from core.settings import ChunkingSettings
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+(?:[_'’][^\W_]+)*|[^\w\s]|_+", re.UNICODE)
 

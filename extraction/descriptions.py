@@ -8,8 +8,8 @@ from typing import Sequence
 
 from extraction.llm_client import LLMClient, LLMError
 from prompts import load_prompt
-from strata.records import Entity
-from strata.settings import StrataSettings
+from core.records import Entity
+from core.settings import StrataSettings
 
 
 def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, settings: StrataSettings) -> list[Entity]:

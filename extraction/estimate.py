@@ -13,8 +13,8 @@ from typing import Sequence
 from extraction.chunking import chunk_document
 from extraction.llm_client import estimate_tokens
 from prompts import load_prompt
-from strata.records import Document
-from strata.settings import StrataSettings
+from core.records import Document
+from core.settings import StrataSettings
 
 COMMUNITIES_PER_CHUNK = 0.5
 REPORT_OUTPUT_TOKENS = 350

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from strata.sqlite_db import connect
+from core.sqlite_db import connect
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,9 +23,9 @@ from typing import Any, Callable, Sequence, TypeVar
 import openai
 from pydantic import BaseModel, ValidationError
 
-from strata.records import stable_hash
-from strata.sqlite_db import connect
-from strata.settings import LLMSettings
+from core.records import stable_hash
+from core.sqlite_db import connect
+from core.settings import LLMSettings
 
 Message = dict[str, str]
 

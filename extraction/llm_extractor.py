@@ -15,8 +15,8 @@ from extraction.ledger import ChunkFailure
 from extraction.llm_client import LLMClient, LLMError, ParseFailure, parse_json_object
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from prompts import load_prompt
-from strata.records import Chunk
-from strata.settings import ExtractionSettings
+from core.records import Chunk
+from core.settings import ExtractionSettings
 
 
 class _Entity(BaseModel):

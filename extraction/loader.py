@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import yaml
 
-from strata.records import Document, LoadProblem, stable_hash
+from core.records import Document, LoadProblem, stable_hash
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 JSONL_SUFFIXES = {".jsonl"}

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
-from strata.records import Chunk
-from strata.settings import ExtractionSettings
+from core.records import Chunk
+from core.settings import ExtractionSettings
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",

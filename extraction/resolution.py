@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from extraction.types import ChunkExtraction
-from strata.records import Entity, Relation, stable_hash
+from core.records import Entity, Relation, stable_hash
 
 _NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
 

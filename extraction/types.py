@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from extraction.ledger import ChunkFailure
-from strata.records import Chunk
+from core.records import Chunk
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from communities.drift_render import to_markdown
 from strata.pipeline import drift_report, refresh_reports, write_drift_files
-from strata.settings import StrataSettings
+from core.settings import StrataSettings
 
 
 @task(name="refresh-reports", cache_policy=NO_CACHE, retries=1)

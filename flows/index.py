@@ -18,8 +18,8 @@ from extraction.chunking import chunk_document
 from extraction.loader import load_folder
 from strata.pipeline import (IndexSession, open_session, stage_communities, stage_extract, stage_finish, stage_plan,
                              stage_remove, stage_reports)
-from strata.records import Document
-from strata.settings import StrataSettings
+from core.records import Document
+from core.settings import StrataSettings
 
 BATCH_CHUNKS = 256
 

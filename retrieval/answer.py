@@ -15,7 +15,7 @@ from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex, Hit
 from retrieval.router import RouteDecision
 from retrieval.tokenize import Tokenizer
-from strata.records import Report
+from core.records import Report
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from prompts import load_prompt
 from retrieval.answer import Answer, Citation, map_reports, pick_level
 from retrieval.index import ChunkIndex
 from retrieval.router import RouteDecision
-from strata.records import Report
+from core.records import Report
 
 
 class _Point(BaseModel):

@@ -24,8 +24,8 @@ from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, lexical_rerank, weighted_rrf
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
-from strata.records import Chunk
-from strata.settings import RetrievalSettings
+from core.records import Chunk
+from core.settings import RetrievalSettings
 
 FORMAT_VERSION = 1
 

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from strata.sqlite_db import connect
+from core.sqlite_db import connect
 
 
 class VectorCache:

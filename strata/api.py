@@ -9,7 +9,7 @@ from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse
-from strata.settings import StrataSettings
+from core.settings import StrataSettings
 
 
 class AskRequest(BaseModel):

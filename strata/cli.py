@@ -25,7 +25,7 @@ out = Console(soft_wrap=True)
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from pydantic import ValidationError
 
-    from strata.settings import StrataSettings
+    from core.settings import StrataSettings
 
     overrides: dict[str, Any] = {}
     if getattr(args, "data_dir", None):
@@ -42,7 +42,7 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 def cmd_index(args: argparse.Namespace) -> int:
     from extraction.loader import EmptyCorpusError
     from strata.pipeline import index_folder
-    from strata.store import StoreError
+    from core.store import StoreError
 
     settings = _settings(args)
     folder = Path(args.folder)
@@ -108,7 +108,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_drift(args: argparse.Namespace) -> int:
     from strata.pipeline import drift_report, refresh_reports, write_drift_files
-    from strata.store import StoreError
+    from core.store import StoreError
 
     settings = _settings(args)
     try:
@@ -238,7 +238,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from strata.pipeline import iter_runs
-    from strata.store import StoreError, open_store
+    from core.store import StoreError, open_store
 
     settings = _settings(args)
     try:

@@ -13,8 +13,8 @@ from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryRe
 from retrieval.index import ChunkIndex
 from retrieval.router import EntityLexicon, Route, forced, route_question
 from strata.pipeline import Workspace, open_llm
-from strata.settings import StrataSettings
-from strata.store import open_store
+from core.settings import StrataSettings
+from core.store import open_store
 
 if TYPE_CHECKING:
     from extraction.llm_client import LLMClient

@@ -24,9 +24,9 @@ from extraction.types import Extractor
 from retrieval.index import ChunkIndex, IndexMismatchError
 from retrieval.vector_cache import VectorCache
 from retrieval.router import EntityLexicon, KnownEntity
-from strata.records import Chunk, Community, Document, GraphSnapshot, LoadProblem, Report
-from strata.settings import StrataSettings
-from strata.store import GraphStore, open_store
+from core.records import Chunk, Community, Document, GraphSnapshot, LoadProblem, Report
+from core.settings import StrataSettings
+from core.store import GraphStore, open_store
 
 if TYPE_CHECKING:
     from communities.drift import DriftReport

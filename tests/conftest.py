@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.settings import StoreSettings, StrataSettings
+from core.settings import StoreSettings, StrataSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 # Most tests use the fast deterministic hashing embedder; tests of MiniLM construct it explicitly.
@@ -38,8 +38,8 @@ def neo4j_settings() -> StoreSettings:
 
 @pytest.fixture(scope="session")
 def neo4j_store_settings() -> StoreSettings:
-    from strata.store.neo4j_store import Neo4jGraphStore
-    from strata.store.port import StoreUnavailableError
+    from core.store.neo4j_store import Neo4jGraphStore
+    from core.store.port import StoreUnavailableError
 
     s = neo4j_settings()
     try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from strata.records import Chunk, Community, Document, Entity, Finding, Relation, Report
-from strata.store.port import GraphStore
+from core.records import Chunk, Community, Document, Entity, Finding, Relation, Report
+from core.store.port import GraphStore
 
 NASTY = ["O'Brien \"quoted\"", "`backtick` name", "{braces} and $dollar", "MATCH (n) DETACH DELETE n //",
          "RETURN 1; DROP", "数据库服务", "Ωμέγα", "Ёлка-сервис", "ключ\\n\\\\", "emoji 🚀"]

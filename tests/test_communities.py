@@ -1,8 +1,8 @@
 from communities.context import GraphIndex, fingerprint
 from communities.leiden import WeightedEdge, detect_communities, hierarchical_leiden, match_identities
 from communities.reports import ExtractiveReportWriter, write_reports
-from strata.records import Community, Entity, GraphSnapshot, Relation
-from strata.settings import CommunitySettings
+from core.records import Community, Entity, GraphSnapshot, Relation
+from core.settings import CommunitySettings
 
 
 def planted(groups: int = 6, size: int = 15) -> GraphSnapshot:

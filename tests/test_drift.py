@@ -11,8 +11,8 @@ import pytest
 from communities.drift import compute_drift
 from strata.cli import main
 from strata.pipeline import drift_report, index_folder, refresh_reports
-from strata.settings import StrataSettings
-from strata.store import open_store
+from core.settings import StrataSettings
+from core.store import open_store
 from tests.conftest import ROOT
 
 
@@ -84,11 +84,11 @@ def test_drift_cli_writes_markdown_json_and_html(indexed, tmp_path: Path, capsys
 
 
 def test_dissolved_community_scores_one() -> None:
-    from strata.records import Finding, GraphSnapshot, Report
+    from core.records import Finding, GraphSnapshot, Report
 
     r = Report("gone", 0, "t", "s", (Finding("f", ()),), 1.0, "fp", "offline", "x", "2026-01-01T00:00:00+00:00",
                inputs=json.dumps({"entities": {"e1": "a", "e2": "b"}, "relations": {}, "chunks": {}}))
-    from strata.settings import CommunitySettings
+    from core.settings import CommunitySettings
 
     report = compute_drift([r], [], GraphSnapshot((), ()), {}, CommunitySettings())
     assert report.entries[0].score == 1.0 and report.entries[0].existence == "dissolved"

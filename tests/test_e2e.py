@@ -14,8 +14,8 @@ import pytest
 from strata.cli import main
 from strata.engine import Engine
 from strata.pipeline import index_folder
-from strata.settings import StrataSettings
-from strata.store import open_store
+from core.settings import StrataSettings
+from core.store import open_store
 from tests.conftest import ROOT, shared
 
 

@@ -12,8 +12,8 @@ from retrieval.embed import HashingEmbedder, OpenAIEmbedder, minilm_available
 from retrieval.fusion import adapt_weights, convex_combination
 from retrieval.index import ChunkIndex
 from retrieval.vector_cache import VectorCache
-from strata.records import Chunk
-from strata.settings import RetrievalSettings
+from core.records import Chunk
+from core.settings import RetrievalSettings
 from tests.llm_server import FakeLLMServer
 
 

@@ -1,8 +1,8 @@
 from extraction.offline import OfflineExtractor, find_entities
 from extraction.resolution import normalize_name, resolve
 from extraction.types import ChunkExtraction, EntityMention, RelationMention
-from strata.records import Chunk
-from strata.settings import ExtractionSettings
+from core.records import Chunk
+from core.settings import ExtractionSettings
 
 
 def names(sentence: str) -> dict[str, str]:

@@ -7,8 +7,8 @@ import pytest
 from retrieval.filters import parse_filter
 from retrieval.fusion import weighted_rrf
 from retrieval.index import ChunkIndex
-from strata.records import Chunk
-from strata.settings import RetrievalSettings
+from core.records import Chunk
+from core.settings import RetrievalSettings
 
 
 def test_weighted_rrf_is_the_stated_formula() -> None:

@@ -11,8 +11,8 @@ import pytest
 from extraction.llm_client import LLMClient, LLMError, ResponseCache
 from prompts import PromptError, load_prompt
 from strata.pipeline import index_folder
-from strata.settings import LLMSettings, StrataSettings
-from strata.store import open_store
+from core.settings import LLMSettings, StrataSettings
+from core.store import open_store
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLMServer, Fault
 

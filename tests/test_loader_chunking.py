@@ -4,8 +4,8 @@ import pytest
 
 from extraction.chunking import chunk_document
 from extraction.loader import EmptyCorpusError, load_folder
-from strata.records import Document
-from strata.settings import ChunkingSettings
+from core.records import Document
+from core.settings import ChunkingSettings
 
 
 def write(p: Path, content: str | bytes) -> Path:

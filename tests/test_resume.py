@@ -15,15 +15,15 @@ import pytest
 
 from strata.engine import Engine
 from strata.pipeline import index_folder
-from strata.settings import StrataSettings
-from strata.store import open_store
+from core.settings import StrataSettings
+from core.store import open_store
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLMServer
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
     from strata.pipeline import index_folder
-    from strata.settings import StrataSettings
+    from core.settings import StrataSettings
     folder, data_dir, stage, after, llm_url = sys.argv[1:6]
     seen = {"n": 0}
     def progress(name, advance, total):

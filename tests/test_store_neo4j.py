@@ -2,9 +2,9 @@
 
 import pytest
 
-from strata.settings import StoreSettings
-from strata.store.neo4j_store import Neo4jGraphStore
-from strata.store.port import StoreUnavailableError
+from core.settings import StoreSettings
+from core.store.neo4j_store import Neo4jGraphStore
+from core.store.port import StoreUnavailableError
 from tests.store_contract import StoreContract
 
 pytestmark = pytest.mark.neo4j
@@ -22,7 +22,7 @@ class TestNeo4jStore(StoreContract):
 
 
 def test_concurrent_relation_rounds_never_share_a_bucket() -> None:
-    from strata.store.neo4j_store import disjoint_rounds
+    from core.store.neo4j_store import disjoint_rounds
 
     for buckets in (2, 4, 8):
         rounds = disjoint_rounds(buckets)
@@ -46,7 +46,7 @@ def test_server_down_names_the_uri() -> None:
 
 
 def test_failed_batch_commits_nothing(neo4j_store_settings: StoreSettings) -> None:
-    from strata.store.port import StoreError
+    from core.store.port import StoreError
     from tests.store_contract import doc
 
     store = Neo4jGraphStore.connect(neo4j_store_settings)
@@ -54,7 +54,7 @@ def test_failed_batch_commits_nothing(neo4j_store_settings: StoreSettings) -> No
     try:
         store.upsert_documents([doc("ok")])
         # A map is not a valid property value: the batch with the good row fails as a whole.
-        from strata.store import cypher
+        from core.store import cypher
 
         with pytest.raises(StoreError):
             store._write_rows(cypher.UPSERT_DOCUMENTS, [{"id": "good", "source": "s", "content_hash": "h", "metadata": "{}"},
@@ -69,7 +69,7 @@ def test_index_and_ask_on_neo4j(neo4j_store_settings: StoreSettings, tmp_path) -
     """The CLI's pipeline works unchanged on the Neo4j backend."""
     from strata.engine import Engine
     from strata.pipeline import index_folder
-    from strata.settings import StrataSettings
+    from core.settings import StrataSettings
 
     folder = tmp_path / "notes"
     folder.mkdir()

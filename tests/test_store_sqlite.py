@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from strata.store.sqlite_store import SQLiteGraphStore
+from core.store.sqlite_store import SQLiteGraphStore
 from tests.store_contract import StoreContract
 
 
@@ -15,7 +15,7 @@ class TestSQLiteStore(StoreContract):
 
 
 def test_failed_batch_leaves_nothing(tmp_path: Path) -> None:
-    from strata.records import Chunk
+    from core.records import Chunk
 
     store = SQLiteGraphStore(tmp_path / "g.sqlite")
     # A chunk whose document does not exist violates the foreign key: the whole batch must roll back.

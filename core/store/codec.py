@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from strata.records import Finding, Report
+from core.records import Finding, Report
 
 
 def dumps(value: Any) -> str:

@@ -10,10 +10,10 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
-from strata.sqlite_db import connect
-from strata.store.codec import dumps, merge_text, report_from_row, report_row
-from strata.store.port import StoreError
+from core.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from core.sqlite_db import connect
+from core.store.codec import dumps, merge_text, report_from_row, report_row
+from core.store.port import StoreError
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;

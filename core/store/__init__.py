@@ -1,6 +1,6 @@
 """The graph-store port and its backends (embedded SQLite and Neo4j)."""
 
-from strata.store.port import GraphStore, StoreError, StoreUnavailableError
+from core.store.port import GraphStore, StoreError, StoreUnavailableError
 
 __all__ = ["GraphStore", "StoreError", "StoreUnavailableError", "open_store"]
 
@@ -10,10 +10,10 @@ def open_store(settings, data_dir=None) -> GraphStore:  # type: ignore[no-untype
     from pathlib import Path
 
     if settings.store.backend == "neo4j":
-        from strata.store.neo4j_store import Neo4jGraphStore
+        from core.store.neo4j_store import Neo4jGraphStore
 
         return Neo4jGraphStore.connect(settings.store)
-    from strata.store.sqlite_store import SQLiteGraphStore
+    from core.store.sqlite_store import SQLiteGraphStore
 
     root = Path(data_dir or settings.data_dir)
     root.mkdir(parents=True, exist_ok=True)

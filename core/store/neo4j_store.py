@@ -26,11 +26,11 @@ from typing import Any, Iterator, Sequence
 from neo4j import Driver, GraphDatabase, ManagedTransaction
 from neo4j.exceptions import AuthError, Neo4jError, ServiceUnavailable, SessionExpired
 
-from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
-from strata.settings import StoreSettings
-from strata.store import cypher
-from strata.store.codec import dumps, merge_text, report_from_row, report_row
-from strata.store.port import StoreError, StoreUnavailableError
+from core.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from core.settings import StoreSettings
+from core.store import cypher
+from core.store.codec import dumps, merge_text, report_from_row, report_row
+from core.store.port import StoreError, StoreUnavailableError
 
 
 def _batches(rows: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

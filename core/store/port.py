@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence, runtime_checkable
 
-from strata.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
+from core.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
 
 
 class StoreError(RuntimeError):
