@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from core.records import Chunk
@@ -66,6 +66,7 @@ _SENT_SPLIT = re.compile(
     r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
     r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|(?<=[。！？])")
 _WORDS = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*", re.UNICODE)
+_CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
 _FILE_EXT = re.compile(r"\.(?:txt|md|py|js|ts|json|yaml|yml|toml|log|csv|html|sh|conf|ini|cfg|xml|com|org|net|io)$")
 
 
@@ -75,6 +76,7 @@ class _Found:
     end: int
     name: str
     type: str
+    at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -92,6 +94,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 def _is_sentence_start(sentence: str, offset: int) -> bool:
     prefix = sentence[:offset].strip(" \t\n\"'“‘(*#-—–_>")
     return not prefix or prefix[-1] in ".!?:;“\"‘'"
+
+
+def _opens_clause(sentence: str, offset: int) -> bool:
+    """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item."""
+    prefix = sentence[:offset].rstrip()
+    return not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-" or _is_sentence_start(sentence, offset)
 
 
 def _classify_kebab(token: str) -> str | None:
@@ -126,7 +134,10 @@ def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
         return None
     if len(words) == 1:
         word = words[0]
-        if _bare(word) in _WORD_STOP:
+        if _bare(word) in _WORD_STOP or _CONTRACTION.fullmatch(word):
+            return None
+        if sentence[start + shift + len(word):].startswith(":"):
+            # A lone capitalized word before a colon is a label ("Incident:", "Operation: Dulce", "Note:").
             return None
         if _is_sentence_start(sentence, start + shift):
             # A capitalized word opening a sentence is a name only if it does not look like a common word.
@@ -199,6 +210,12 @@ def find_entities(sentence: str) -> list[_Found]:
                 etype = _type_for_name(text)
                 if text.lower() in DATABASES:
                     etype = "database"
+                if etype == "name" and " " not in text and _opens_clause(sentence, s):
+                    if not free(s, e):
+                        continue
+                    taken.append((s, e))
+                    found.append(_Found(s, e, text, etype, at_start=True))
+                    continue
             elif kind == "cjk":
                 pieces = [p for p in _CJK_PARTICLES.split(text) if 2 <= len(p) <= 4]
                 offset = s
@@ -235,13 +252,17 @@ class OfflineExtractor:
     def __init__(self, settings: ExtractionSettings) -> None:
         self.settings = settings
 
-    def extract_chunk(self, chunk: Chunk) -> ChunkExtraction:
+    def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
+        """Entities and relations of one chunk. A single capitalized word that only ever opens a sentence
+        ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence in
+        ``names_mid_sentence`` (the words of the document's mid-sentence names; by default the chunk's own)."""
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
-        for s, e in split_sentences(chunk.text):
-            sentence = chunk.text[s:e]
-            found = find_entities(sentence)
+        sentences = [(chunk.text[s:e], find_entities(chunk.text[s:e])) for s, e in split_sentences(chunk.text)]
+        recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(f for _, fs in sentences for f in fs)
+        for sentence, found in sentences:
+            found = [f for f in found if not f.at_start or f.name in recurring]
             snippet = " ".join(sentence.split())[:240]
             for f in found:
                 entities.setdefault(f.name, EntityMention(f.name, f.type, snippet))
@@ -257,4 +278,16 @@ class OfflineExtractor:
         return ChunkExtraction(chunk.id, tuple(entities.values()), tuple(relations))
 
     def extract(self, chunks: Sequence[Chunk]) -> ExtractionResult:
-        return ExtractionResult(tuple(self.extract_chunk(c) for c in chunks))
+        """Extract every chunk; whether a sentence-opening word recurs as a name is judged per document."""
+        by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            by_doc.setdefault(c.document_id, []).append(c)
+        recurring = {
+            doc: _mid_sentence_words(f for c in cs for s, e in split_sentences(c.text) for f in find_entities(c.text[s:e]))
+            for doc, cs in by_doc.items()}
+        return ExtractionResult(tuple(self.extract_chunk(c, recurring[c.document_id]) for c in chunks))
+
+
+def _mid_sentence_words(found: Iterable[_Found]) -> frozenset[str]:
+    """The words of the names found mid-sentence ("Sam" from "... said Sam Rivera")."""
+    return frozenset(w for f in found if f.type == "name" and not f.at_start for w in f.name.split())

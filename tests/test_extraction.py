@@ -49,3 +49,13 @@ def test_resolution_merges_across_chunks_and_keeps_identifiers_apart() -> None:
     redis = next(e for e in entities if e.name.lower() == "redis")
     assert redis.chunk_ids == ("c1", "c2") and "a cache" in redis.description and "evicts keys" in redis.description
     assert len(relations) == 1 and relations[0].chunk_ids == ("c1", "c2")
+
+
+def test_sentence_opening_words_are_entities_only_when_they_recur_mid_sentence() -> None:
+    text = ("Operation: Dulce began at dawn near the base at Dulce. Connection attempts failed on the billing-service. "
+            "Latency recovered. Alex Mercer checked the logs. Alex nodded. "
+            "\"Focus, people,\" said Taylor. I've seen worse, said Jordan. Later Jordan left with Taylor.")
+    chunk = Chunk("d#0000", "d", 0, text, 0, len(text), 60, "d", "h")
+    names = {e.name for e in OfflineExtractor(ExtractionSettings()).extract([chunk]).extractions[0].entities}
+    assert {"Dulce", "Alex Mercer", "Alex", "Taylor", "Jordan", "billing-service"} <= names
+    assert not names & {"Operation", "Connection", "Latency", "Focus", "I've"}
