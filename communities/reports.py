@@ -1,8 +1,8 @@
 """Community reports: the offline extractive writer (the LLM writer lives beside it).
 
-An extractive report takes its title from the community's most central entities, its summary from their
-types and connections, and its findings from the strongest internal relations and the entities' own
-description sentences; every finding cites the chunk ids it came from. Reports are written bottom-up (deepest
+An extractive report quotes the community's most central whole sentences exactly as they stand in its source
+passages (each finding cites its chunk and the sentence's offsets in it), and takes its title from its main
+entity and its most distinctive words. Reports are written bottom-up (deepest
 level first), so a parent can lean on its children's reports.
 """
 
@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Callable, Collection, Protocol, Sequence
+from typing import Callable, Collection, Mapping, Protocol, Sequence
+
+import numpy as np
 
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
-from core.records import Community, Finding, GraphSnapshot, Report
+from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
+from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
 
 
@@ -39,28 +43,94 @@ def _join_names(names: Sequence[str]) -> str:
 
 
 class ExtractiveReportWriter:
-    """Deterministic reports from the graph alone (no model)."""
+    """Deterministic reports without a model.
+
+    Given the corpus's chunks, a report quotes the community's most central whole sentences exactly (offsets
+    kept): the candidates are the whole sentences of the community's source passages; their centrality is
+    LexRank over TF-IDF similarity (IDF from all chunks), weighted towards sentences that name the community's
+    members (by their degree); MMR picks ``report_max_findings`` of them without repeating one another. The
+    title names the main entity and the community's most distinctive words. Without chunks (or when no
+    passage has a whole sentence) the findings come from the graph's relation and entity descriptions.
+    """
 
     mode = "offline"
     model = "extractive"
 
-    def __init__(self, settings: CommunitySettings) -> None:
+    def __init__(self, settings: CommunitySettings, chunks: Mapping[str, Chunk] | None = None) -> None:
         self.settings = settings
+        self.chunks = dict(chunks or {})
+        self._idf: Idf | None = None
+
+    @property
+    def idf(self) -> Idf:
+        if self._idf is None:
+            self._idf = Idf(c.text for c in self.chunks.values())
+        return self._idf
+
+    def _candidates(self, ctx: CommunityContext) -> list[Sentence]:
+        seen: set[str] = set()
+        out: list[Sentence] = []
+        for cid in ctx.passages:
+            chunk = self.chunks.get(cid)
+            if chunk is None:
+                continue
+            for sent in sentences_of(cid, chunk.text, chunk.start == 0):
+                key = normalized(sent.text)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(sent)
+        return out
 
     def write(self, ctx: CommunityContext, children: Sequence[Report] = ()) -> Report:
         deg = ctx.degree()
         ranked = sorted(ctx.entities, key=lambda e: (-deg[e.id], -len(e.chunk_ids), e.name))
-        top = [e.name for e in ranked[:3]]
-        title = _join_names(top) if top else ctx.community.id
+        candidates = self._candidates(ctx)
+        findings = self._quoted_findings(ctx, ranked, deg, candidates) if candidates else []
+        if not findings:
+            findings = self._graph_findings(ctx, ranked)
+        main = normalized(ranked[0].name) if ranked else ctx.community.id
+        names = [normalized(e.name) for e in ranked]
+        texts = [s.text for s in candidates] or [f.text for f in findings]
+        terms = key_terms(texts, self.idf, exclude=names, k=5)
+        if terms:
+            title = f"{main}: " + _join_names(terms[:3])
+        else:
+            title = _join_names(names[:2]) if names else ctx.community.id
         types = Counter(e.type for e in ctx.entities)
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
-        lead = ranked[0] if ranked else None
+        others = [n for n in names[1:4] if n != main]
         summary = (
-            f"{len(ctx.entities)} entities ({type_text}) joined by {len(ctx.relations)} relations"
-            + (f", centred on {lead.name}, which appears in {len(lead.chunk_ids)} chunks" if lead else "")
+            f"{main}" + (f" with {_join_names(others)}" if others else "")
+            + (f"; key terms: {', '.join(terms)}" if terms else "")
+            + f". {len(ctx.entities)} entities ({type_text}) joined by {len(ctx.relations)} relations"
+            + (f"; {sum(f.quoted for f in findings)} sentences quoted from {len({f.chunk_ids[0] for f in findings if f.quoted})} passages"
+               if any(f.quoted for f in findings) else "")
             + (f"; it groups {len(children)} sub-communities: " + "; ".join(c.title for c in children[:4]) if children else "")
             + "."
         )
+        mentions = sum(len(e.chunk_ids) for e in ctx.entities)
+        rating = round(min(10.0, 2.0 * math.log1p(mentions + len(ctx.relations))), 2)
+        return Report(ctx.community.id, ctx.community.level, title, summary, tuple(findings), rating,
+                      fingerprint(ctx), self.mode, self.model, now_iso())
+
+    def _quoted_findings(self, ctx: CommunityContext, ranked: Sequence[Entity], deg: Mapping[str, float],
+                         candidates: Sequence[Sentence]) -> list[Finding]:
+        vectors, _ = tfidf([stems(s.text) for s in candidates], self.idf)
+        sim = vectors @ vectors.T
+        central = lexrank(sim)
+        flat = [normalized(s.text) for s in candidates]
+        named = np.zeros(len(candidates))
+        for e in ranked:
+            pattern = re.compile(r"(?<!\w)" + re.escape(normalized(e.name)) + r"(?!\w)")
+            hits = np.array([bool(pattern.search(t)) for t in flat])
+            named += hits * (1.0 + deg[e.id])
+        named = named / named.max() if named.max() > 0 else named
+        scores = central / central.max() * (0.4 + named)
+        chosen = mmr(scores, sim, self.settings.report_max_findings, lam=0.7)
+        return [Finding(candidates[i].text, (candidates[i].chunk_id,), candidates[i].start, candidates[i].end)
+                for i in chosen]
+
+    def _graph_findings(self, ctx: CommunityContext, ranked: Sequence[Entity]) -> list[Finding]:
         findings: list[Finding] = []
         budget = self.settings.report_max_findings
         for r in sorted(ctx.relations, key=lambda r: (-r.weight, r.id))[: max(1, budget // 2)]:
@@ -74,10 +144,7 @@ class ExtractiveReportWriter:
             if sentence and sentence not in seen:
                 seen.add(sentence)
                 findings.append(Finding(sentence, tuple(sorted(e.chunk_ids)[:5])))
-        mentions = sum(len(e.chunk_ids) for e in ctx.entities)
-        rating = round(min(10.0, 2.0 * math.log1p(mentions + len(ctx.relations))), 2)
-        return Report(ctx.community.id, ctx.community.level, title, summary, tuple(findings), rating,
-                      fingerprint(ctx), self.mode, self.model, now_iso())
+        return findings
 
 
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
@@ -108,7 +175,9 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
         manifest = inputs_manifest(ctx)
         fp = fingerprint(ctx, manifest)
         prior = old.get(c.id)
-        keep = prior is not None and c.id not in force and (
+        # A report the LLM writer's fallback wrote is never kept by an LLM run: it is retried.
+        retry = prior is not None and prior.mode == "fallback" and writer.mode == "llm"
+        keep = prior is not None and c.id not in force and not retry and (
             policy == "missing" or prior.fingerprint == fp or (
                 min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
                                                                       index.chunk_hashes)[0] < min_drift))

@@ -94,10 +94,19 @@ class Community:
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One statement of a report, with the chunks that support it."""
+    """One statement of a report, with the chunks that support it.
+
+    An extractive finding quotes one sentence: ``text`` is exactly ``chunk.text[start:end]`` of the first cited
+    chunk. A written (LLM) finding has no offsets (``start == end == -1``)."""
 
     text: str
     chunk_ids: tuple[str, ...]
+    start: int = -1
+    end: int = -1
+
+    @property
+    def quoted(self) -> bool:
+        return 0 <= self.start <= self.end and bool(self.chunk_ids)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ next new old good great little much many chapter part section note notes see yes
 tuesday wednesday thursday friday saturday sunday january february march april june july august september october
 november december come go look see tell call use run set check nothing something everything anything someone everyone no not nobody
 """.split())
+COMMON_WORDS = frozenset(_WORD_STOP)  # common words that are never names on their own
 _TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Mr", "Mrs", "Ms", "Dr", "St.", "Prof."}
 _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 

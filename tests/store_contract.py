@@ -147,7 +147,7 @@ class StoreContract:
         comms = [Community("c0", 0, None, ("e1", "e2", "e3", "e4")), Community("c1", 1, "c0", ("e1", "e4"))]
         store.replace_communities(comms)
         assert store.communities() == comms
-        rep = Report("c1", 1, "Billing", "sum", (Finding("f {x} 'y'", ("b#0000",)),), 3.5, "fp", "offline", "extractive",
+        rep = Report("c1", 1, "Billing", "sum", (Finding("f {x} 'y'", ("b#0000",)), Finding("A quoted\nsentence.", ("b#0001",), 4, 22)), 3.5, "fp", "offline", "extractive",
                      "2026-01-01T00:00:00+00:00", inputs='{"entities": {}}')
         store.save_reports([rep])
         assert store.reports() == [rep] and store.reports()[0].inputs == '{"entities": {}}'

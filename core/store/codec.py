@@ -23,11 +23,14 @@ def merge_text(old: str, new: str, limit: int = 4000) -> str:
 
 
 def findings_to_json(findings: tuple[Finding, ...]) -> str:
-    return dumps([{"text": f.text, "chunk_ids": list(f.chunk_ids)} for f in findings])
+    """Findings as JSON; a quoted finding also keeps the offsets of its sentence in its chunk."""
+    return dumps([{"text": f.text, "chunk_ids": list(f.chunk_ids), **({"start": f.start, "end": f.end} if f.quoted else {})}
+                  for f in findings])
 
 
 def findings_from_json(raw: str | None) -> tuple[Finding, ...]:
-    return tuple(Finding(f["text"], tuple(f["chunk_ids"])) for f in json.loads(raw or "[]"))
+    return tuple(Finding(f["text"], tuple(f["chunk_ids"]), int(f.get("start", -1)), int(f.get("end", -1)))
+                 for f in json.loads(raw or "[]"))
 
 
 def report_row(r: Report) -> dict[str, Any]:

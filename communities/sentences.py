@@ -1,0 +1,224 @@
+"""Whole sentences of chunks, and the small text statistics extractive reports and answers are chosen with.
+
+A quoted sentence is always ``chunk.text[start:end]``: the source text between two offsets, never re-joined or
+cleaned, so a citation points at the sentence. Chunks are token windows that may cut a sentence at either end;
+:func:`whole_sentences` keeps only units that are whole (ending in sentence punctuation, or whole list items) and
+joins a dialogue tag to its quotation ("“Spirit!” said Scrooge, ...") by widening the span, not by editing text.
+
+Selection helpers: TF-IDF sentence vectors (IDF from the corpus's chunks), LexRank centrality (PageRank over
+the cosine-similarity graph of the sentences), and maximal marginal relevance (MMR) for diversity.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from extraction.chunking import chunk_id as first_chunk_id
+from extraction.offline import COMMON_WORDS, split_sentences
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """A whole sentence of a chunk: ``text == chunk.text[start:end]``."""
+
+    chunk_id: str
+    start: int
+    end: int
+    text: str
+
+
+_CLOSERS = "\"'”’)]_*"
+_BULLET = re.compile(r"(?:[-*+>]|\d{1,3}[.)])[ \t]+")
+_TERMINAL = re.compile(r"[.!?…。！？][\"'”’)\]_*]*$")
+_OPENING = re.compile(r"^[\"'“‘(\[_—–-]*")
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*", re.UNICODE)
+_EXTRA_STOP = set("""
+shall upon unto thee thou thy thine ye hath doth said say says went came made make get got thing things way back
+like know think going let way yes don't can't won't it's i'm i've you're we're that's there's what's
+""".split())
+STOP = frozenset(COMMON_WORDS | _EXTRA_STOP)
+MIN_WORDS = 4
+MAX_CHARS = 700
+
+
+def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int, int]]:
+    """Spans of the whole sentences of a chunk's ``text``.
+
+    The unit that opens a chunk is dropped unless the chunk opens its document (a window may start mid-sentence);
+    a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
+    a unit that starts in lower case continues the one before it (a dialogue tag after a quotation) and is
+    joined to it when only spaces or a single line break lie between."""
+    spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
+    for s, e in split_sentences(text):
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        while e < len(text) and text[e] in _CLOSERS:  # the splitter leaves closing quotes outside the sentence
+            e += 1
+        if s >= e:
+            continue
+        m = _BULLET.match(text, s)
+        item = m is not None
+        if m:
+            s = m.end()
+        body = _OPENING.sub("", text[s:e])
+        if spans and body[:1].islower() and not re.search(r"\n\s*\n", text[spans[-1][1]:s]):
+            spans[-1] = (spans[-1][0], e, spans[-1][2])
+            continue
+        spans.append((s, e, item))
+    out: list[tuple[int, int]] = []
+    for i, (s, e, item) in enumerate(spans):
+        if i == 0 and not at_document_start and not text[:s].strip("\n"):
+            continue
+        unit = text[s:e]
+        if unit.startswith(("#", "---", "[")) or len(unit) > MAX_CHARS:
+            continue
+        last = i == len(spans) - 1
+        if not _TERMINAL.search(unit) and (not item or last):
+            continue
+        if len(_WORD.findall(unit)) < MIN_WORDS:
+            continue
+        out.append((s, e))
+    return out
+
+
+def sentences_of(chunk_id: str, text: str, at_document_start: bool) -> list[Sentence]:
+    return [Sentence(chunk_id, s, e, text[s:e]) for s, e in whole_sentences(text, at_document_start)]
+
+
+def normalized(text: str) -> str:
+    """Whitespace-collapsed text, for recognizing the same sentence quoted from two overlapping chunks."""
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased content words (stop words and words under three letters dropped)."""
+    return [w for w in (m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)) if len(w) > 2 and w not in STOP]
+
+
+def stems(text: str) -> list[str]:
+    return _stemmer().stemWords(words(text))
+
+
+def stem(word: str) -> str:
+    return str(_stemmer().stemWord(word.lower()))
+
+
+class Idf:
+    """Inverse document frequencies of stems over a set of texts (the corpus's chunks)."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        df: Counter[str] = Counter()
+        n = 0
+        for t in texts:
+            df.update(set(stems(t)))
+            n += 1
+        self.n = n
+        self.df = df
+
+    def __call__(self, term: str) -> float:
+        return math.log((self.n + 1) / (self.df.get(term, 0) + 1)) + 1.0
+
+
+def tfidf(token_lists: Sequence[Sequence[str]], idf: Idf) -> tuple[np.ndarray, list[str]]:
+    """L2-normalized TF-IDF rows (sublinear term frequency) and the vocabulary of the columns."""
+    vocab: dict[str, int] = {}
+    for toks in token_lists:
+        for t in toks:
+            vocab.setdefault(t, len(vocab))
+    m = np.zeros((len(token_lists), max(1, len(vocab))), np.float64)
+    for i, toks in enumerate(token_lists):
+        for t, c in Counter(toks).items():
+            m[i, vocab[t]] = (1.0 + math.log(c)) * idf(t)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms > 0, norms, 1.0), list(vocab)
+
+
+def lexrank(sim: np.ndarray, damping: float = 0.85, iterations: int = 100, tol: float = 1e-9) -> np.ndarray:
+    """Continuous LexRank: PageRank over the sentence-similarity graph (self-loops removed), summing to 1."""
+    n = sim.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    w = sim.copy()
+    np.fill_diagonal(w, 0.0)
+    w = np.clip(w, 0.0, None)
+    rows = w.sum(axis=1, keepdims=True)
+    # A sentence similar to no other spreads its vote evenly.
+    trans = np.where(rows > 0, w / np.where(rows > 0, rows, 1.0), 1.0 / n)
+    p = np.full(n, 1.0 / n)
+    for _ in range(iterations):
+        nxt = (1 - damping) / n + damping * (trans.T @ p)
+        if float(np.abs(nxt - p).sum()) < tol:
+            return nxt
+        p = nxt
+    return p
+
+
+def mmr(scores: Sequence[float], sim: np.ndarray, k: int, lam: float = 0.7,
+        eligible: Sequence[bool] | None = None) -> list[int]:
+    """Maximal marginal relevance: repeatedly the item maximizing ``lam * score - (1 - lam) * max similarity to
+    the items already chosen``; scores are scaled to [0, 1] first. Ties go to the earlier item."""
+    n = len(scores)
+    if n == 0 or k <= 0:
+        return []
+    s = np.asarray(scores, np.float64)
+    span = float(s.max() - s.min())
+    s = (s - s.min()) / span if span > 0 else np.ones(n)
+    ok = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)
+    chosen: list[int] = []
+    closest = np.zeros(n)
+    while len(chosen) < min(k, n):
+        value = lam * s - (1 - lam) * closest
+        value[~ok] = -np.inf
+        if chosen:
+            value[chosen] = -np.inf
+        best = int(np.argmax(value))
+        if not np.isfinite(value[best]):
+            break
+        chosen.append(best)
+        closest = np.maximum(closest, sim[best])
+    return chosen
+
+
+def key_terms(texts: Sequence[str], idf: Idf, exclude: Iterable[str] = (), k: int = 3) -> list[str]:
+    """The ``k`` most distinctive words of ``texts``: TF-IDF summed over the texts, favouring words that recur
+    in several of them; each stem is shown by its most frequent surface form. Words of ``exclude`` are skipped."""
+    banned = {stem(w) for x in exclude for w in words(x)}
+    weight: Counter[str] = Counter()
+    spread: Counter[str] = Counter()
+    surface: dict[str, Counter[str]] = {}
+    for t in texts:
+        ws = words(t)
+        seen: set[str] = set()
+        for w, st in zip(ws, _stemmer().stemWords(ws)):
+            if st in banned:
+                continue
+            surface.setdefault(st, Counter())[w] += 1
+            weight[st] += idf(st)
+            seen.add(st)
+        spread.update(seen)
+    ranked = sorted(weight, key=lambda st: (-(weight[st] * (1.0 if spread[st] > 1 or len(texts) < 3 else 0.3)), st))
+    return [surface[st].most_common(1)[0][0] for st in ranked[:k]]
+
+
+def chunk_is_first(chunk_id: str, starts: Mapping[str, int] | None = None) -> bool:
+    """Whether a chunk opens its document: by its start offset when known, else by its ordinal in the id."""
+    if starts is not None and chunk_id in starts:
+        return starts[chunk_id] == 0
+    document_id = chunk_id.rsplit("#", 1)[0]
+    return chunk_id == first_chunk_id(document_id, 0)

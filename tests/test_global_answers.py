@@ -1,0 +1,126 @@
+"""Offline extractive reports and answers: whole sentences quoted exactly, chosen for the question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from communities.context import GraphIndex
+from communities.reports import ExtractiveReportWriter, write_reports
+from communities.sentences import lexrank, mmr, whole_sentences
+from core.records import Chunk, Community, Finding, GraphSnapshot, Report
+from core.settings import CommunitySettings, RetrievalSettings
+from core.store.codec import findings_from_json, findings_to_json
+from extraction.offline import OfflineExtractor
+from extraction.resolution import resolve
+from core.settings import ExtractionSettings
+from retrieval.answer import global_answer, local_answer
+from retrieval.index import ChunkIndex
+from retrieval.router import forced
+
+import numpy as np
+
+DOCS = {
+    "ops": ("The billing-service returned HTTP 504 when PostgreSQL ran out of connections. "
+            "Priya Raman raised db.pool.size on the billing-service, and the timeouts stopped. "
+            "The billing-service now retries failed invoices with backoff.\n\n"
+            "Marco Lindqvist moved the search-api cache to Redis. The search-api falls back to Elasticsearch "
+            "when Redis is unreachable. Marco Lindqvist set cache.ttl_seconds to 300 for the search-api."),
+    "tale": ("Ebenezer Scrooge counted coins in his cold office, and Bob Cratchit shivered at his desk. "
+             "Scrooge refused to give Bob Cratchit more coal for the fire. "
+             "On Christmas morning Scrooge laughed, bought a turkey, and raised Bob Cratchit's salary.\n\n"
+             "Tiny Tim sat beside Bob Cratchit at the small dinner table. Tiny Tim blessed everyone at the table, "
+             "and Bob Cratchit smiled at his son."),
+}
+
+
+def _chunks() -> list[Chunk]:
+    out = []
+    for doc, text in DOCS.items():
+        out.append(Chunk(f"{doc}#0000", doc, 0, text, 0, len(text), len(text.split()), doc, doc))
+    return out
+
+
+@pytest.fixture(scope="module")
+def built() -> tuple[ChunkIndex, list[Report]]:
+    chunks = _chunks()
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
+    snap = GraphSnapshot(tuple(entities), tuple(relations))
+    by_doc: dict[str, list[str]] = {}
+    for e in entities:
+        by_doc.setdefault(e.chunk_ids[0].split("#")[0], []).append(e.id)
+    comms = [Community(f"c_{d}", 0, None, tuple(sorted(ids))) for d, ids in sorted(by_doc.items())]
+    settings = CommunitySettings(report_max_findings=3)
+    reports, _ = write_reports(comms, snap, ExtractiveReportWriter(settings, {c.id: c for c in chunks}), settings,
+                               chunk_hashes={c.id: c.content_hash for c in chunks})
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(chunks)
+    return index, reports
+
+
+def test_whole_sentences_drop_cut_ends_and_join_dialogue_tags() -> None:
+    text = "ing the end of a cut sentence. “Spirit!” said Scrooge, “show me no more.” He wept. And then the"
+    spans = whole_sentences(text, at_document_start=False)
+    quoted = [text[s:e] for s, e in spans]
+    assert quoted == ["“Spirit!” said Scrooge, “show me no more.”"]  # "He wept." has under four words
+    first = whole_sentences("Alpha beta gamma delta. Epsilon zeta eta theta iota", at_document_start=True)
+    assert [(s, e) for s, e in first] == [(0, 23)]
+
+
+def test_lexrank_prefers_the_sentence_similar_to_the_others_and_mmr_skips_repeats() -> None:
+    sim = np.array([[1, .9, .8, 0], [.9, 1, .1, 0], [.8, .1, 1, 0], [0, 0, 0, 1]], float)
+    assert int(np.argmax(lexrank(sim))) == 0
+    assert mmr([1.0, 0.99, 0.5, 0.4], np.array([[1, .99, 0, 0], [.99, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]], float),
+               2, lam=0.5) == [0, 2]
+
+
+def test_reports_quote_whole_sentences_with_offsets_and_titles_that_are_not_name_lists(built) -> None:
+    index, reports = built
+    texts = {c.id: c.text for c in _chunks()}
+    for r in reports:
+        assert r.findings and all(f.quoted for f in r.findings)
+        for f in r.findings:
+            assert texts[f.chunk_ids[0]][f.start:f.end] == f.text
+            assert f.text.rstrip("”\"'").endswith((".", "!", "?"))
+        assert ":" in r.title and " and " in r.title.split(":", 1)[1]
+    assert findings_from_json(findings_to_json(reports[0].findings)) == reports[0].findings
+
+
+def test_global_answers_differ_by_question_and_quote_exactly(built) -> None:
+    index, reports = built
+    ops = global_answer("Which problems did the services have with timeouts and connections?", forced("global"),
+                        reports, index, None, 8, 3)
+    tale = global_answer("How does Scrooge treat Bob Cratchit?", forced("global"), reports, index, None, 8, 3)
+    assert ops.covered and tale.covered
+    assert {p.text for p in ops.points} != {p.text for p in tale.points}
+    assert any("HTTP 504" in p.text for p in ops.points)
+    assert any("Scrooge" in p.text for p in tale.points)
+    for answer in (ops, tale):
+        for p in answer.points:
+            row = index.rows[index.by_id[p.chunk_id]]
+            assert row.text[p.start:p.end] == p.text and p.text in answer.text
+        assert p.title in answer.text
+
+
+def test_global_answer_says_plainly_when_the_corpus_does_not_cover_the_question(built) -> None:
+    index, reports = built
+    answer = global_answer("What is the recipe for chocolate cake?", forced("global"), reports, index, None, 8, 3)
+    assert not answer.covered and not answer.points and "does not seem to cover" in answer.text
+    framing = global_answer("What are the main themes across the corpus?", forced("global"), reports, index, None, 8, 3)
+    assert framing.covered and framing.points
+
+
+def test_local_answer_quotes_whole_sentences_with_their_chunk(built) -> None:
+    index, _ = built
+    answer = local_answer("Who raised db.pool.size?", forced("local"), index, 4, 2)
+    assert answer.points[0].text == "Priya Raman raised db.pool.size on the billing-service, and the timeouts stopped."
+    assert "[ops#0000]" in answer.text.splitlines()[0]
+    for p in answer.points:
+        assert index.rows[index.by_id[p.chunk_id]].text[p.start:p.end] == p.text
+
+
+def test_a_finding_without_offsets_is_not_a_quote() -> None:
+    f = Finding("written by a model", ("a#0000",))
+    assert not f.quoted and findings_from_json(findings_to_json((f,))) == (f,)
+    Report("c", 0, "t", "s", (f,), 1.0, "fp", "llm", "m", "now")  # the record still takes written findings
