@@ -137,6 +137,57 @@ class RetrievalSettings(BaseModel):
     global_reports: int = Field(8, ge=1, le=200)
 
 
+class ServerSettings(BaseModel):
+    """The HTTP API: authentication, request limits and the uvicorn server.
+
+    Every limit has a safe default; a request beyond one gets a 4xx (413 for the body, 422 for the rest) or,
+    when the server is saturated, 503 with ``Retry-After``."""
+
+    api_keys: list[SecretStr] = Field(
+        default_factory=list, description="accepted API keys (a JSON list); requests send 'Authorization: Bearer KEY'")
+    api_keys_file: Path | None = Field(None, description="a file of API keys, one a line ('#' starts a comment)")
+    max_body_bytes: int = Field(1_048_576, ge=1024, le=64 * 1_048_576, description="larger request bodies get 413")
+    max_question_chars: int = Field(4000, ge=1, le=10_000, description="longest question or search text")
+    max_filter_fields: int = Field(32, ge=1, le=64, description="fields one metadata filter may name")
+    max_filter_values: int = Field(256, ge=1, le=1000, description="values one 'in' list may hold")
+    max_concurrent_requests: int = Field(
+        32, ge=1, le=1024, description="requests worked on at once; beyond it 503 with Retry-After")
+    request_timeout_s: float = Field(30.0, gt=0, le=3600, description="a request still running after this gets 503")
+    retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
+    keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
+    workers: int = Field(1, ge=1, le=64, description="server processes (each loads the index once)")
+
+    def keys(self) -> list[str]:
+        """Every accepted key, from the setting and the keys file."""
+        found = [k.get_secret_value() for k in self.api_keys if k.get_secret_value().strip()]
+        if self.api_keys_file is not None:
+            try:
+                lines = Path(self.api_keys_file).read_text(encoding="utf-8").splitlines()
+            except OSError as exc:
+                raise ValueError(f"server.api_keys_file {self.api_keys_file}: cannot read it ({exc.strerror})") from exc
+            found += [ln.strip() for ln in lines if ln.strip() and not ln.strip().startswith("#")]
+        return found
+
+
+class ComputeSettings(BaseModel):
+    """CPU use of the compute-bound stages (embedding, index builds, Leiden).
+
+    BLAS libraries start one thread per core and make every small product wait for all of them; beside another
+    busy process that waiting costs far more than the threads gain. Strata therefore sets the BLAS threads itself
+    and gets parallelism from independent work (batches) on ``threads`` threads of its own."""
+
+    blas_threads: int = Field(1, ge=1, le=256, description="BLAS threads per product in CPU-bound stages")
+    threads: int = Field(
+        0, ge=0, le=256, description="batches embedded at once in one process (0: one per available core)")
+
+
+class IndexSettings(BaseModel):
+    """Index generations: how many are kept, and how often a serving engine looks for a new one."""
+
+    keep_generations: int = Field(3, ge=1, le=1000, description="published generations kept (beside any a reader holds)")
+    reload_poll_s: float = Field(0.5, gt=0, le=3600, description="seconds between a server's checks for a new generation")
+
+
 class StrataSettings(BaseSettings):
     """The root of all configuration."""
 
@@ -149,6 +200,7 @@ class StrataSettings(BaseSettings):
     store: StoreSettings = Field(default_factory=StoreSettings)
     communities: CommunitySettings = Field(default_factory=CommunitySettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
     @property
     def llm_mode(self) -> Literal["offline", "llm"]:
@@ -160,3 +212,43 @@ class StrataSettings(BaseSettings):
                 raise ValueError("extraction.mode is 'llm' but no llm.base_url or llm.api_key is configured")
             return "llm"
         return "llm" if self.llm.configured else "offline"
+
+ENV_PREFIX = "STRATA_"
+ENV_DELIMITER = "__"
+# STRATA_* variables read by the test suite and benchmarks rather than by the settings.
+OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_SHARED_DATA"})
+
+
+def env_name(loc: tuple[str | int, ...] | list[str | int]) -> str:
+    """The environment variable that sets the setting at ``loc`` (``("retrieval", "embedder")`` ->
+    ``STRATA_RETRIEVAL__EMBEDDER``); list indexes are dropped (the variable holds the whole list)."""
+    return ENV_PREFIX + ENV_DELIMITER.join(str(p).upper() for p in loc if not isinstance(p, int))
+
+
+def known_env_names(model: type[BaseModel] = StrataSettings, prefix: tuple[str, ...] = ()) -> set[str]:
+    """Every ``STRATA_*`` variable the settings read: each field, and each section as a whole (JSON)."""
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        loc = (*prefix, name)
+        names.add(env_name(loc))
+        sub = info.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            names |= known_env_names(sub, loc)
+    return names
+
+
+def unknown_env_vars(environ: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """``STRATA_*`` variables that no setting reads (a misspelling is otherwise silently ignored), each with
+    the closest known name, or None."""
+    import difflib
+    import os
+
+    env = os.environ if environ is None else environ
+    known = known_env_names() | OTHER_ENV_NAMES
+    out = []
+    for key in sorted(env):
+        upper = key.upper()
+        if upper.startswith(ENV_PREFIX) and upper not in known:
+            close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.75)
+            out.append((key, close[0] if close else None))
+    return out

@@ -8,7 +8,11 @@ and never stop the rest of the folder from loading.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -32,6 +36,9 @@ class LoadResult:
 
     documents: tuple[Document, ...]
     problems: tuple[LoadProblem, ...]
+    # Ids of documents whose file or row failed to load this time: an index run keeps their stored versions
+    # (a file that fails to load is not a deleted file).
+    failed_ids: frozenset[str] = frozenset()
 
 
 def content_hash(text: str) -> str:
@@ -109,67 +116,212 @@ def _load_text_file(path: Path, rel: str) -> Document:
     return Document(id=doc_id, source=rel, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))
 
 
-def _load_jsonl(path: Path, rel: str, text_field: str) -> Iterator[Document | LoadProblem]:
-    text = _decode(path.read_bytes(), rel)
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+_ID_FIELD = re.compile(r'"_?id"\s*:\s*("(?:[^"\\]|\\.)*"|-?\d+)')
+
+
+def _row_id(line: str, rel: str, lineno: int) -> str:
+    """A failed row's document id, read from its text as well as it can be (or the default ``file#line``)."""
+    try:
+        row = json.loads(line)
+        if isinstance(row, dict) and ("id" in row or "_id" in row):
+            return str(row.get("id", row.get("_id")))
+    except ValueError:
+        m = _ID_FIELD.search(line)
+        if m:
+            try:
+                return str(json.loads(m.group(1)))
+            except ValueError:
+                pass
+    return f"{rel}#{lineno}"
+
+
+def _check_text(value: Any, name: str) -> None:
+    """ValueError when a string (or any string inside a list or mapping) holds a lone surrogate escape."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"field {name!r} holds a lone surrogate escape "
+                             f"(\\u{ord(value[exc.start]):04x}), not valid Unicode") from None
+    elif isinstance(value, list):
+        for v in value:
+            _check_text(v, name)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_text(k, name)
+            _check_text(v, f"{name}.{k}" if isinstance(k, str) else name)
+
+
+class RowProblem(ValueError):
+    """A .jsonl row that cannot be indexed; carries the id it would have had."""
+
+    def __init__(self, reason: str, doc_id: str) -> None:
+        super().__init__(reason)
+        self.doc_id = doc_id
+
+
+def _jsonl_row(line: str, rel: str, lineno: int, text_field: str) -> Document:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise RowProblem(f"invalid JSON: {exc.msg}", _row_id(line, rel, lineno)) from None
+    if not isinstance(row, dict):
+        raise RowProblem("a line must be a JSON object", f"{rel}#{lineno}")
+    doc_id = row.get("id", row.get("_id", f"{rel}#{lineno}"))
+    try:
+        doc_id = str(doc_id)
+        for key, value in row.items():
+            _check_text(key, "(a field name)")
+            _check_text(value, key)
+        body = row.get(text_field)
+        if not isinstance(body, str) or not body.strip():
+            raise ValueError(f"no non-empty string field {text_field!r}")
+    except ValueError as exc:
+        raise RowProblem(str(exc), f"{rel}#{lineno}" if not isinstance(doc_id, str) else doc_id) from None
+    title = row.get("title")
+    if isinstance(title, str) and title.strip():
+        body = f"{title.strip()}\n{body}"
+    meta = {k: v for k, v in row.items() if k not in (text_field, "id", "_id")}
+    meta = {**_path_meta(rel), "line": lineno, **meta}
+    # The row is named by its id, not its position (rows above it may come and go); its current line is in
+    # the metadata, and a changed line makes the document's revision change, so it stays current.
+    source = doc_id if doc_id.startswith(f"{rel}#") else f"{rel}#{doc_id}"
+    return Document(id=doc_id, source=source, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))
+
+
+def _load_jsonl(path: Path, rel: str, text_field: str) -> Iterator[Document | LoadProblem | RowProblem]:
+    """One document per line. A line that fails (bad bytes, bad JSON, a lone surrogate escape, no text) is
+    reported with its line number, and every other line is still loaded."""
+    raw = path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise ValueError("binary file (contains NUL bytes)")
+    for lineno, raw_line in enumerate(raw.split(b"\n"), start=1):
+        if lineno == 1:
+            raw_line = raw_line.removeprefix(b"\xef\xbb\xbf")
+        if not raw_line.strip():
             continue
         where = f"{rel}:{lineno}"
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield LoadProblem(where, f"invalid JSON: {exc.msg}")
+            line = raw_line.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as exc:
+            yield LoadProblem(where, f"not valid UTF-8 (byte {exc.start}: {exc.reason})")
+            yield RowProblem("", _row_id(raw_line.decode("utf-8", "replace"), rel, lineno))
             continue
-        if not isinstance(row, dict):
-            yield LoadProblem(where, "a line must be a JSON object")
-            continue
-        body = row.get(text_field)
-        if not isinstance(body, str) or not body.strip():
-            yield LoadProblem(where, f"no non-empty string field {text_field!r}")
-            continue
-        title = row.get("title")
-        if isinstance(title, str) and title.strip():
-            body = f"{title.strip()}\n{body}"
-        doc_id = str(row.get("id", row.get("_id", f"{rel}#{lineno}")))
-        meta = {k: v for k, v in row.items() if k not in (text_field, "id", "_id")}
-        meta = {**_path_meta(rel), "line": lineno, **meta}
-        yield Document(id=doc_id, source=where, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))
+        try:
+            yield _jsonl_row(line, rel, lineno, text_field)
+        except RowProblem as exc:
+            yield LoadProblem(where, str(exc))
+            yield exc
+
+
+@dataclass(frozen=True, slots=True)
+class FolderScan:
+    """The indexable files below a folder, and the paths that were skipped with the reason."""
+
+    files: tuple[Path, ...]
+    skipped: tuple[LoadProblem, ...]
+
+
+def _indexable(name: str) -> bool:
+    return Path(name).suffix.lower() in TEXT_SUFFIXES | JSONL_SUFFIXES and not name.endswith(SIDECAR_SUFFIXES)
+
+
+def scan_folder(folder: Path) -> FolderScan:
+    """Walk ``folder`` in a stable order. Hidden entries and files of other types are left out as a matter of
+    course; a path that looks indexable but cannot be (a FIFO, socket or device, a broken symlink, a symlink
+    loop, a folder named like a document) is skipped and named with the reason. Symlinks are followed, each
+    folder at most once."""
+    files: list[Path] = []
+    skipped: list[LoadProblem] = []
+    seen: set[tuple[int, int]] = set()
+
+    def skip(path: Path, reason: str) -> None:
+        skipped.append(LoadProblem(path.relative_to(folder).as_posix(), f"skipped: {reason}"))
+
+    def walk(d: Path) -> None:
+        st = d.stat()
+        if (st.st_dev, st.st_ino) in seen:
+            skip(d, "a symlink to a folder already walked (a loop)")
+            return
+        seen.add((st.st_dev, st.st_ino))
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            skip(d, f"cannot list the folder ({exc.strerror})")
+            return
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                st = os.stat(path)  # follows symlinks
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    skip(path, "a symlink loop")
+                elif entry.is_symlink() and _indexable(entry.name):
+                    skip(path, "a broken symlink")
+                elif _indexable(entry.name):
+                    skip(path, f"cannot read it ({exc.strerror})")
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if _indexable(entry.name):
+                    skip(path, "a folder named like a document; not walked (rename it, or index it on its own)")
+                else:
+                    walk(path)
+            elif _indexable(entry.name):
+                if stat.S_ISREG(st.st_mode):
+                    files.append(path)
+                else:
+                    kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "special")
+                    skip(path, f"{kind}, not a regular file")
+
+    walk(folder)
+    return FolderScan(tuple(files), tuple(skipped))
 
 
 def iter_files(folder: Path) -> list[Path]:
     """Indexable files below ``folder`` in a stable order (sidecars and hidden files excluded)."""
-    files = []
-    for path in sorted(folder.rglob("*")):
-        rel_parts = path.relative_to(folder).parts
-        if any(part.startswith(".") for part in rel_parts) or not path.is_file():
-            continue
-        if path.name.endswith(SIDECAR_SUFFIXES):
-            continue
-        if path.suffix.lower() in TEXT_SUFFIXES | JSONL_SUFFIXES:
-            files.append(path)
-    return files
+    return list(scan_folder(folder).files)
+
+
+def _front_matter_id(raw: bytes) -> str | None:
+    """The ``id:`` of a file's front matter read leniently, for a file that failed to load."""
+    text = raw[:65536].decode("utf-8", "replace")
+    if not text.startswith("---"):
+        return None
+    for line in text.split("\n")[1:200]:
+        if line.strip() in ("---", "..."):
+            return None
+        if line.startswith("id:"):
+            value = line[3:].strip().strip("'\"")
+            return value or None
+    return None
 
 
 def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
     """Load every indexable file below ``folder`` (or the single file ``folder``).
 
-    Raises :class:`EmptyCorpusError` when there is nothing to index; returns problems for files that failed.
+    Raises :class:`EmptyCorpusError` when there is nothing to index; returns problems for files and rows that
+    failed (each named, a row with its line) and for skipped paths, and the ids of documents that failed.
     """
     root = Path(folder)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
     if root.is_file():
-        files, base = [root], root.parent
+        files, base, skipped = (root,), root.parent, ()
     else:
-        files, base = iter_files(root), root
-    if not files:
+        scan = scan_folder(root)
+        files, base, skipped = scan.files, root, scan.skipped
+    if not files and not skipped:
         raise EmptyCorpusError(f"{root}: no .txt, .md or .jsonl files to index")
     docs: dict[str, Document] = {}
-    problems: list[LoadProblem] = []
+    problems: list[LoadProblem] = list(skipped)
+    failed: set[str] = {p.path for p in skipped}
 
-    def accept(doc: Document) -> None:
+    def accept(doc: Document, where: str) -> None:
         if doc.id in docs:
-            problems.append(LoadProblem(doc.source, f"duplicate document id {doc.id!r} (first seen in {docs[doc.id].source}); skipped"))
+            problems.append(LoadProblem(where, f"duplicate document id {doc.id!r} (first seen in {docs[doc.id].source}); skipped"))
         else:
             docs[doc.id] = doc
 
@@ -180,12 +332,21 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
                 for item in _load_jsonl(path, rel, text_field):
                     if isinstance(item, LoadProblem):
                         problems.append(item)
+                    elif isinstance(item, RowProblem):
+                        failed.add(item.doc_id)
                     else:
-                        accept(item)
+                        accept(item, f"{rel}:{item.metadata['line']}")
             else:
-                accept(_load_text_file(path, rel))
+                accept(_load_text_file(path, rel), rel)
         except (OSError, ValueError) as exc:
-            problems.append(LoadProblem(rel, str(exc)))
+            problems.append(LoadProblem(rel, exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)))
+            failed.add(rel)
+            try:
+                fm_id = _front_matter_id(path.read_bytes())
+            except OSError:
+                fm_id = None
+            if fm_id:
+                failed.add(fm_id)
     if not docs and not problems:
         raise EmptyCorpusError(f"{root}: no documents with text to index")
-    return LoadResult(tuple(docs.values()), tuple(problems))
+    return LoadResult(tuple(docs.values()), tuple(problems), frozenset(failed - docs.keys()))

@@ -3,23 +3,46 @@
 Request: ``{"query_id", "search_text", "top_k", "hybrid_params": {"dense_weight", "sparse_weight",
 "rrf_k_constant"}, "metadata_filter": {...}}``. Response: ``{"query_id", "total_retrieved", "results":
 [{"chunk_id", "rrf_score", "text", "source"}]}`` with ``total_retrieved == len(results)``.
+
+Types are strict where JSON is ambiguous: ``top_k`` is an integer (``true`` is not 1), weights are finite
+numbers (no NaN or Infinity, no booleans), text is valid Unicode (no lone surrogates), and the metadata filter
+follows the grammar of :mod:`retrieval.filters`, limits included.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, model_validator
 
-from retrieval.filters import parse_filter
+from retrieval.filters import MetadataFilter, check_unicode
+
+
+def _json_number(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ValueError("expected a number")
+    return v
+
+
+# A finite number given as a JSON number (an integer or a float, never a boolean or a string).
+Number = Annotated[float, BeforeValidator(_json_number)]
+def _not_blank(v: str) -> str:
+    if not v.strip():
+        raise ValueError("must contain non-whitespace text")
+    return v
+
+
+UnicodeText = Annotated[str, AfterValidator(check_unicode)]
+# Text to search or answer: valid Unicode, not only whitespace.
+QueryText = Annotated[str, AfterValidator(check_unicode), AfterValidator(_not_blank)]
 
 
 class HybridParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    dense_weight: float = Field(1.0, ge=0, le=1000)
-    sparse_weight: float = Field(1.0, ge=0, le=1000)
-    rrf_k_constant: float = Field(60, gt=0, le=100_000)
+    dense_weight: Number = Field(1.0, ge=0, le=1000)
+    sparse_weight: Number = Field(1.0, ge=0, le=1000)
+    rrf_k_constant: Number = Field(60, gt=0, le=100_000)
 
     @model_validator(mode="after")
     def _some_weight(self) -> "HybridParams":
@@ -31,25 +54,12 @@ class HybridParams(BaseModel):
 class MemoryQueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query_id: str = Field(..., min_length=1, max_length=256)
-    search_text: str = Field(..., min_length=1, max_length=10_000)
-    top_k: int = Field(10, ge=1, le=1000)
+    query_id: UnicodeText = Field(..., min_length=1, max_length=256)
+    search_text: QueryText = Field(..., min_length=1, max_length=10_000)
+    top_k: StrictInt = Field(10, ge=1, le=1000)
     hybrid_params: HybridParams | None = Field(
         None, description="absent: the index's defaults (query-adaptive weights); given: used exactly")
-    metadata_filter: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("search_text")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("search_text must contain non-whitespace text")
-        return v
-
-    @field_validator("metadata_filter")
-    @classmethod
-    def _valid_filter(cls, v: dict[str, Any]) -> dict[str, Any]:
-        parse_filter(v)  # raises ValueError naming the bad field or operator
-        return v
+    metadata_filter: MetadataFilter = Field(default_factory=dict)
 
 
 class MemoryResult(BaseModel):
@@ -63,6 +73,7 @@ class MemoryQueryResponse(BaseModel):
     query_id: str
     total_retrieved: int
     results: list[MemoryResult]
+    index_generation: int | None = Field(None, description="the published index generation that answered")
 
     @model_validator(mode="after")
     def _count_matches(self) -> "MemoryQueryResponse":

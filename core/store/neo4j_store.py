@@ -91,7 +91,13 @@ class Neo4jGraphStore:
                                       max_transaction_retry_time=15.0,
                                       # Transient errors here are mostly a rare lock conflict between the
                                       # concurrent relation writers: retry soon rather than after the 1 s default.
-                                      initial_retry_delay=0.1)
+                                      initial_retry_delay=0.1,
+                                      # Only notifications a user must act on: warnings, and none about labels
+                                      # not created yet (a fresh database), our own queries' deprecated syntax,
+                                      # planner hints or performance remarks.
+                                      notifications_min_severity="WARNING",
+                                      notifications_disabled_classifications=[
+                                          "UNRECOGNIZED", "DEPRECATION", "HINT", "PERFORMANCE", "GENERIC"])
         try:
             driver.verify_connectivity()
         except AuthError as exc:
