@@ -2,11 +2,13 @@
 
 A parent community whose raw context would exceed the token budget is described through its children's reports
 instead of its raw members. A report whose answer cannot be used after one repair round falls back to the
-extractive report (recorded as mode ``offline``), so no community is left without a report.
+extractive report, recorded as mode ``fallback`` (and in ``failures``), so no community is left without a
+report and the next LLM run writes it again.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from pydantic import BaseModel, Field
@@ -36,6 +38,9 @@ def parse_report(text: str) -> _Report:
     return parse_json_object(text, _Report, "report schema")
 
 
+FALLBACK_MODE = "fallback"
+
+
 class LLMReportWriter:
     mode = "llm"
 
@@ -47,7 +52,11 @@ class LLMReportWriter:
         self.prompt = load_prompt("community_report", prompts_dir)
         self.repair = load_prompt("repair_json", prompts_dir)
         self.fallback = ExtractiveReportWriter(settings)
-        self.fallbacks = 0
+        self.failures: list[tuple[str, str]] = []  # (community id, reason) of reports written by the fallback
+
+    @property
+    def fallbacks(self) -> int:
+        return len(self.failures)
 
     def context(self, ctx: CommunityContext, children: Sequence[Report]) -> tuple[str, list[str]]:
         budget = self.settings.report_context_tokens
@@ -91,9 +100,10 @@ class LLMReportWriter:
             except ParseFailure as f:
                 messages += [{"role": "assistant", "content": f.text}, {"role": "user", "content": self.repair.render(error=f.error)}]
                 parsed = self.client.complete("report", messages, json_mode=True, parse=parse_report)
-        except (ParseFailure, LLMError):
-            self.fallbacks += 1
-            return self.fallback.write(ctx, children)
+        except (ParseFailure, LLMError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"[:500]
+            self.failures.append((ctx.community.id, reason))
+            return replace(self.fallback.write(ctx, children), mode=FALLBACK_MODE, model=f"extractive ({self.model} failed)")
         findings = tuple(
             Finding((f.summary + (" " + f.explanation if f.explanation else "")).strip(),
                     tuple(c for c in f.chunk_ids if c in allowed) or tuple(cited[:3]))

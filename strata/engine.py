@@ -1,81 +1,228 @@
-"""The query side: answer questions and run memory queries over an index built by :mod:`strata.pipeline`.
+"""The query side: answer questions and run memory queries over the published index generation.
+
+The engine holds one loaded generation (:class:`strata.generations.QuerySnapshot`). Each request takes the
+current one at its start and finishes on it, whatever happens meanwhile. A serving engine (``watch=True``)
+checks the workspace's ``CURRENT`` pointer with one stat every ``index.reload_poll_s`` seconds, loads a newer
+generation in the background and swaps it in whole; the old one is closed once no request is using it.
 
 Nothing here imports Prefect, so ``strata ask``, ``strata search`` and the HTTP API start quickly.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.settings import StrataSettings
 from retrieval.answer import Answer, global_answer, local_answer
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.index import ChunkIndex
-from retrieval.router import EntityLexicon, Route, forced, route_question
-from strata.pipeline import Workspace, open_llm
-from core.settings import StrataSettings
-from core.store import open_store
+from retrieval.both import both_sides_answer
+from retrieval.router import EntityLexicon, Route, Router, forced
+from strata.generations import QuerySnapshot, load_generation
+from strata.stages import open_llm
+from strata.workspace import Lease, Workspace
 
 if TYPE_CHECKING:
     from extraction.llm_client import LLMClient
 
 
-class Engine:
-    """The query side: a loaded chunk index, the entity lexicon and the store's reports."""
+class NoIndexError(FileNotFoundError):
+    """No generation has been published in the workspace yet."""
 
-    def __init__(self, settings: StrataSettings) -> None:
+
+class Engine:
+    """The query side over one workspace's published generations."""
+
+    def __init__(self, settings: StrataSettings, watch: bool = False) -> None:
         self.settings = settings
         self.ws = Workspace(Path(settings.data_dir))
-        self.index = ChunkIndex.load(self.ws.index_dir, settings.retrieval, llm=settings.llm)
-        self.lexicon = EntityLexicon.load(self.ws.lexicon_path)
-        self._reports = None
-        self._client: "LLMClient | None" = None
         self.mode = settings.llm_mode
+        self._client: "LLMClient | None" = None
+        self._lock = threading.Lock()
+        self._users: dict[int, int] = {}  # generation number -> requests using it
+        self._retired: list[QuerySnapshot] = []
+        self._lease = Lease(self.ws)
+        paths = self.ws.current()
+        if paths is None:
+            raise NoIndexError(f"{self.ws.root}: no index here yet; run `strata index <folder>` first")
+        self._stamp = self.ws.current_stamp()
+        self._current = load_generation(paths, settings)
+        self._lease.hold(self._current.number)
+        self.reload_error: str | None = None
+        self.reloaded_at = time.time()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        if watch:
+            self._watcher = threading.Thread(target=self._watch, name="strata-generation-watch", daemon=True)
+            self._watcher.start()
+
+    # -- generations --------------------------------------------------------------------------------------
+    @property
+    def current(self) -> QuerySnapshot:
+        return self._current
+
+    @property
+    def generation(self) -> int:
+        return self._current.number
+
+    @property
+    def index(self) -> ChunkIndex:
+        return self._current.index
+
+    @property
+    def lexicon(self) -> EntityLexicon:
+        return self._current.lexicon
 
     def reports(self):  # type: ignore[no-untyped-def]
-        if self._reports is None:
-            store = open_store(self.settings)
-            try:
-                self._reports = store.reports()
-            finally:
-                store.close()
-        return self._reports
+        return self._current.reports
 
-    def route(self, question: str, mode: Route | None = None):  # type: ignore[no-untyped-def]
+    def check_reload(self) -> bool:
+        """Load and swap in a newer published generation if there is one; True when it swapped."""
+        stamp = self.ws.current_stamp()
+        if stamp is None or stamp == self._stamp:
+            return False
+        paths = self.ws.current()
+        if paths is None or paths.number == self._current.number:
+            self._stamp = stamp
+            return False
+        try:
+            fresh = load_generation(paths, self.settings)
+        except (OSError, ValueError, KeyError) as exc:  # e.g. pruned between the stat and the load: retry later
+            self.reload_error = f"generation {paths.number}: {exc}"
+            return False
+        with self._lock:
+            old, self._current, self._stamp = self._current, fresh, stamp
+            self._retired.append(old)
+        self._lease.hold(fresh.number)
+        self.reload_error, self.reloaded_at = None, time.time()
+        self._close_idle()
+        return True
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.settings.index.reload_poll_s):
+            try:
+                self.check_reload()
+            except Exception as exc:  # the watcher must outlive any one bad generation
+                self.reload_error = f"{type(exc).__name__}: {exc}"
+            self._close_idle()
+
+    def _close_idle(self) -> None:
+        with self._lock:
+            idle = [s for s in self._retired if not self._users.get(s.number)]
+            self._retired = [s for s in self._retired if self._users.get(s.number)]
+        for snap in idle:
+            snap.close()
+
+    def acquire(self) -> QuerySnapshot:
+        """The generation a request runs on, held until :meth:`release`."""
+        with self._lock:
+            snap = self._current
+            self._users[snap.number] = self._users.get(snap.number, 0) + 1
+            return snap
+
+    def release(self, snap: QuerySnapshot) -> None:
+        with self._lock:
+            left = self._users.get(snap.number, 1) - 1
+            if left:
+                self._users[snap.number] = left
+            else:
+                self._users.pop(snap.number, None)
+
+    # -- answering ----------------------------------------------------------------------------------------
+    def route(self, question: str, mode: Route | None = None, snap: QuerySnapshot | None = None):  # type: ignore[no-untyped-def]
+        """The route for ``question``: the offline router over this generation's index, then, when it is unsure
+        and an LLM is configured, the LLM classifier."""
         if mode:
             return forced(mode)
-        return route_question(question, self.lexicon, has_reports=True)
+        snap = snap or self._current
+        routers: dict[int, Router] = self.__dict__.setdefault("_routers", {})  # generation -> its router
+        router = routers.get(snap.number)
+        if router is None:
+            routers.clear()
+            router = routers[snap.number] = Router.for_index(snap.index, snap.lexicon)
+        decision = router.route(question, has_reports=bool(snap.reports))
+        if (self.mode == "llm" and snap.reports
+                and decision.confidence < self.settings.retrieval.route_confidence_threshold):
+            from retrieval.router_llm import llm_route
+
+            if self._client is None:
+                self._client = open_llm(self.settings)
+            if self._client is not None:
+                decision = llm_route(question, decision, self._client, self.settings.llm.prompts_dir)
+        return decision
 
     def ask(self, question: str, mode: Route | None = None, metadata_filter: dict[str, Any] | None = None) -> Answer:
         if not question.strip():
             raise ValueError("the question is empty")
+        snap = self.acquire()
+        try:
+            return replace(self._ask(snap, question, mode, metadata_filter), index_generation=snap.number)
+        finally:
+            self.release(snap)
+
+    def _ask(self, snap: QuerySnapshot, question: str, mode: Route | None,
+             metadata_filter: dict[str, Any] | None) -> Answer:
         s = self.settings.retrieval
-        decision = self.route(question, mode)
+        decision = self.route(question, mode, snap)
+        router = self.__dict__.get("_routers", {}).get(snap.number)
+        qv = router.query_vector(question) if router is not None else None
+        if not decision.overridden and snap.reports and decision.confidence < s.route_confidence_threshold:
+            return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
+                                     n_sentences=s.answer_sentences, level=s.global_level,
+                                     max_reports=s.global_reports, max_points=s.answer_sentences + 2,
+                                     metadata_filter=metadata_filter, query_vector=qv)
         if decision.route == "global" and self.mode == "llm":
             from retrieval.global_llm import llm_global_answer
 
             if self._client is None:
                 self._client = open_llm(self.settings)
-            return llm_global_answer(question, decision, self.reports(), self.index, self._client,  # type: ignore[arg-type]
+            return llm_global_answer(question, decision, snap.reports, snap.index, self._client,  # type: ignore[arg-type]
                                      s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir)
         if decision.route == "global":
-            return global_answer(question, decision, self.reports(), self.index, s.global_level, s.global_reports,
-                                 max_points=s.answer_sentences + 2)
-        return local_answer(question, decision, self.index, s.top_k, s.answer_sentences, metadata_filter)
+            return global_answer(question, decision, snap.reports, snap.index, s.global_level, s.global_reports,
+                                 max_points=s.answer_sentences + 2, query_vector=qv)
+        return local_answer(question, decision, snap.index, s.top_k, s.answer_sentences, metadata_filter,
+                            query_vector=qv)
 
     def query(self, request: MemoryQueryRequest) -> MemoryQueryResponse:
-        hp = request.hybrid_params
-        if hp is None:
-            hits = self.index.search(request.search_text, request.top_k, metadata_filter=request.metadata_filter)
-        else:
-            hits = self.index.search(request.search_text, request.top_k, hp.dense_weight, hp.sparse_weight,
-                                     hp.rrf_k_constant, request.metadata_filter, fusion="rrf")
-        results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source) for h in hits]
-        return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results)
+        snap = self.acquire()
+        try:
+            hp = request.hybrid_params
+            if hp is None:
+                outcome = snap.index.search_detailed(request.search_text, request.top_k,
+                                                     metadata_filter=request.metadata_filter)
+            else:
+                outcome = snap.index.search_detailed(request.search_text, request.top_k, hp.dense_weight,
+                                                     hp.sparse_weight, hp.rrf_k_constant, request.metadata_filter,
+                                                     fusion="rrf")
+        finally:
+            self.release(snap)
+        results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source)
+                   for h in outcome.hits]
+        return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results,
+                                   index_generation=snap.number, warnings=outcome.warnings)
+
+    def status(self) -> dict[str, Any]:
+        """What is serving: the generation, its manifest's figures, and the last reload."""
+        snap = self._current
+        m = snap.manifest
+        return {"index_generation": snap.number, "generation_created_at": m.get("created_at"),
+                "chunks": m.get("chunks"), "entities": m.get("entities"), "communities": m.get("communities"),
+                "reports": m.get("reports"), "retrieval": m.get("retrieval"), "reload_error": self.reload_error}
 
     def close(self) -> None:
-        self.index.close()
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+        with self._lock:
+            snaps = [self._current, *self._retired]
+            self._retired = []
+        for snap in snaps:
+            snap.close()
+        self._lease.release()
         if self._client is not None:
             self._client.close()
-
-

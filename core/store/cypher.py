@@ -59,6 +59,26 @@ ON MATCH SET r.description = {_MERGE_DESCRIPTION.format(v='r')},
     r.weight = toFloat(size(r.chunk_ids + [x IN valid WHERE NOT x IN r.chunk_ids]))
 """
 
+SAVE_EXTRACTIONS = """
+UNWIND $rows AS row
+MATCH (c:Chunk {id: row.id})
+SET c.extraction = row.payload
+"""
+
+READ_EXTRACTIONS = "MATCH (c:Chunk) WHERE c.extraction IS NOT NULL RETURN c.id AS id, c.extraction AS payload ORDER BY id"
+
+SET_ENTITY_ATTRIBUTES = """
+UNWIND $rows AS row
+MATCH (e:Entity {id: row.id})
+SET e.name = row.name, e.type = row.type, e.description = row.description
+"""
+
+SET_RELATION_DESCRIPTIONS = """
+UNWIND $rows AS row
+MATCH (:Entity {id: row.source_id})-[r:RELATED {id: row.id}]->(:Entity {id: row.target_id})
+SET r.description = row.description
+"""
+
 DOCUMENT_CHUNK_IDS = "MATCH (:Document {id: $id})-[:HAS_CHUNK]->(c:Chunk) RETURN collect(c.id) AS ids"
 
 TOUCHED_ENTITIES = """

@@ -88,7 +88,7 @@ class Neo4jGraphStore:
     def connect(cls, settings: StoreSettings) -> "Neo4jGraphStore":
         driver = GraphDatabase.driver(settings.neo4j_uri, auth=(settings.neo4j_user, settings.neo4j_password.get_secret_value()),
                                       connection_timeout=settings.connection_timeout_s,
-                                      max_transaction_retry_time=15.0,
+                                      max_transaction_retry_time=settings.retry_time_s,
                                       # Transient errors here are mostly a rare lock conflict between the
                                       # concurrent relation writers: retry soon rather than after the 1 s default.
                                       initial_retry_delay=0.1,
@@ -178,6 +178,16 @@ class Neo4jGraphStore:
                 for done in [pool.submit(self._write_rows, cypher.UPSERT_RELATIONS, cells.get(p, [])) for p in pairs]:
                     done.result()
 
+    def save_extractions(self, extractions: Sequence[tuple[str, str]]) -> None:
+        self._write_rows(cypher.SAVE_EXTRACTIONS, [{"id": cid, "payload": payload} for cid, payload in extractions])
+
+    def set_attributes(self, entities: Sequence[Entity], relations: Sequence[Relation]) -> None:
+        self._write_rows(cypher.SET_ENTITY_ATTRIBUTES, [
+            {"id": e.id, "name": e.name, "type": e.type, "description": e.description} for e in entities])
+        self._write_rows(cypher.SET_RELATION_DESCRIPTIONS, [
+            {"id": r.id, "source_id": r.source_id, "target_id": r.target_id, "description": r.description}
+            for r in relations])
+
     def delete_document(self, document_id: str) -> DeletionResult:
         def run(tx: ManagedTransaction) -> DeletionResult:
             ids = tx.run(cypher.DOCUMENT_CHUNK_IDS, id=document_id).single()["ids"]
@@ -247,6 +257,9 @@ class Neo4jGraphStore:
         entities.sort(key=lambda e: e.id)
         relations.sort(key=lambda x: x.id)
         return GraphSnapshot(tuple(entities), tuple(relations))
+
+    def extractions(self) -> dict[str, str]:
+        return {r["id"]: r["payload"] for r in self._read(cypher.READ_EXTRACTIONS)}
 
     def communities(self) -> list[Community]:
         return [Community(r["id"], r["level"], r["parent_id"], tuple(sorted(r["entity_ids"])))

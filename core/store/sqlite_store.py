@@ -23,6 +23,8 @@ CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, document_id TEXT NOT NUL
   ordinal INTEGER NOT NULL, text TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
   n_tokens INTEGER NOT NULL, source TEXT NOT NULL, content_hash TEXT NOT NULL, metadata TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS chunks_by_document ON chunks(document_id);
+CREATE TABLE IF NOT EXISTS extractions (chunk_id TEXT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+  payload TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS entities (id TEXT PRIMARY KEY, name TEXT NOT NULL, type TEXT NOT NULL,
   description TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS mentions (entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -123,6 +125,20 @@ class SQLiteGraphStore:
                                        "INSERT INTO relations(id, source_id, target_id, description) VALUES (?,?,?,?)",
                                        (r.id, r.source_id, r.target_id, r.description), r.chunk_ids)
 
+    def save_extractions(self, extractions: Sequence[tuple[str, str]]) -> None:
+        """Keep each chunk's raw extraction (chunk id, JSON payload) beside the chunk; unknown chunks are ignored."""
+        with self._tx() as db:
+            db.executemany("INSERT INTO extractions(chunk_id, payload) SELECT id, ? FROM chunks WHERE id = ? "
+                           "ON CONFLICT(chunk_id) DO UPDATE SET payload = excluded.payload",
+                           [(payload, cid) for cid, payload in extractions])
+
+    def set_attributes(self, entities: Sequence[Entity], relations: Sequence[Relation]) -> None:
+        """Set stored entities' names, types and descriptions and relations' descriptions exactly (no merge)."""
+        with self._tx() as db:
+            db.executemany("UPDATE entities SET name = ?, type = ?, description = ? WHERE id = ?",
+                           [(e.name, e.type, e.description, e.id) for e in entities])
+            db.executemany("UPDATE relations SET description = ? WHERE id = ?", [(r.description, r.id) for r in relations])
+
     def delete_document(self, document_id: str) -> DeletionResult:
         with self._tx() as db:
             chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))]
@@ -199,6 +215,7 @@ class SQLiteGraphStore:
     def clear(self) -> None:
         with self._tx() as db:
             for table in ("reports", "community_members", "communities", "relation_chunks", "relations", "mentions",
+                          "extractions",
                           "entities", "chunks", "documents"):
                 db.execute(f"DELETE FROM {table}")
 
@@ -235,6 +252,9 @@ class SQLiteGraphStore:
         relations = tuple(Relation(r["id"], r["source_id"], r["target_id"], r["description"], tuple(rel_chunks.get(r["id"], ())))
                           for r in self._db.execute("SELECT * FROM relations ORDER BY id"))
         return GraphSnapshot(entities, relations)
+
+    def extractions(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self._db.execute("SELECT chunk_id, payload FROM extractions ORDER BY chunk_id")}
 
     def communities(self) -> list[Community]:
         members: dict[str, list[str]] = {}

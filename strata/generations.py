@@ -1,0 +1,180 @@
+"""Writing and reading index generations: the query side's whole state, published at once.
+
+A generation holds the chunk index, the entity lexicon, the communities, the entity signatures the next
+incremental run starts from, and a snapshot of the reports. The engine answers from one generation, so an
+answer never mixes reports from a graph half-way through a rewrite, and answering needs no graph store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from communities.leiden import entity_signatures
+from core.records import Community, GraphSnapshot, Report, stable_hash
+from core.settings import StrataSettings
+from core.store.codec import report_from_row, report_row
+from retrieval.index import ChunkIndex
+from retrieval.router import EntityLexicon, KnownEntity
+from strata.workspace import GenerationPaths, Workspace
+
+
+def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
+    return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids)) for e in snapshot.entities], total_chunks)
+
+
+def communities_to_json(communities: Sequence[Community]) -> str:
+    return json.dumps([{"id": c.id, "level": c.level, "parent_id": c.parent_id, "entity_ids": list(c.entity_ids)}
+                       for c in communities], ensure_ascii=False)
+
+
+def communities_from_json(text: str) -> list[Community]:
+    return [Community(r["id"], r["level"], r["parent_id"], tuple(r["entity_ids"])) for r in json.loads(text)]
+
+
+def reports_to_json(reports: Sequence[Report]) -> str:
+    return json.dumps([report_row(r) for r in reports], ensure_ascii=False)
+
+
+def reports_from_json(text: str) -> list[Report]:
+    return [report_from_row(r) for r in json.loads(text)]
+
+
+def content_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequence[Community],
+                   reports: Sequence[Report]) -> str:
+    """A hash of everything a generation serves; equal digests mean a new generation would change nothing."""
+    rows = [(r.chunk_id, stable_hash(r.text, r.source, json.dumps(r.fields, sort_keys=True, default=str)))
+            for r in index.rows]
+    graph = [(e.id, e.name, e.type, e.description, e.chunk_ids) for e in snapshot.entities]
+    graph += [(r.id, r.source_id, r.target_id, r.description, r.chunk_ids) for r in snapshot.relations]
+    reps = [(r.community_id, r.fingerprint, r.mode, r.title, r.summary, report_row(r)["findings"], r.stale)
+            for r in reports]
+    parts = [json.dumps(index._signature(), sort_keys=True), json.dumps(rows), json.dumps(graph),
+             communities_to_json(communities), json.dumps(reps)]
+    return stable_hash(*parts, size=16)
+
+
+def next_number(ws: Workspace) -> int:
+    return max(ws.numbers() + [ws.current_number() or 0]) + 1
+
+
+def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequence[Community],
+                     reports: Sequence[Report], info: dict[str, Any], keep: int,
+                     step: Callable[[], None] = lambda: None) -> tuple[int, bool]:
+    """Publish a new generation unless it would serve exactly what the current one does; ``step`` is called
+    after each of its three steps (index staged, everything staged, published).
+    Returns (the serving generation's number, whether a new one was published)."""
+    digest = content_digest(index, snapshot, communities, reports)
+    current = ws.current()
+    if current is not None and current.manifest_path.exists():
+        try:
+            if current.manifest().get("digest") == digest:
+                return current.number, False
+        except (OSError, ValueError):
+            pass
+    number = next_number(ws)
+    staged = ws.staging(number)
+    index.save(staged / "index")
+    step()
+    lexicon_from(snapshot, len(index)).save(staged / "entities.json")
+    (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
+    (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
+    (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
+    manifest = {"digest": digest, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "chunks": len(index),
+                "entities": len(snapshot.entities), "relations": len(snapshot.relations),
+                "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
+    step()
+    ws.publish(staged, number, manifest)
+    step()
+    ws.prune(keep)
+    return number, True
+
+
+def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info: dict[str, Any]) -> int | None:
+    """A new generation equal to the current one but for its reports (after ``strata drift --refresh``).
+    Index files are hard-linked, not copied. Returns the new number, or None when nothing is published yet."""
+    current = ws.current()
+    if current is None:
+        return None
+    number = next_number(ws)
+    staged = ws.staging(number)
+    for src in current.root.rglob("*"):
+        rel = src.relative_to(current.root)
+        if rel.name in ("reports.json", "manifest.json"):
+            continue
+        dst = staged / rel
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
+    manifest = {**current.manifest(), **info, "reports": len(reports),
+                "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    manifest["digest"] = stable_hash(str(manifest.get("digest", "")), reports_to_json(reports), size=16)
+    manifest.pop("generation", None)
+    manifest.pop("format", None)
+    ws.publish(staged, number, manifest)
+    ws.prune(keep)
+    return number
+
+
+@dataclass
+class QuerySnapshot:
+    """One loaded generation: everything a question or a memory query reads."""
+
+    number: int
+    index: ChunkIndex
+    lexicon: EntityLexicon
+    reports: list[Report]
+    communities: list[Community]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySnapshot:
+    index = ChunkIndex.load(paths.index_dir, settings.retrieval, llm=settings.llm)
+    return QuerySnapshot(
+        number=paths.number, index=index, lexicon=EntityLexicon.load(paths.lexicon_path),
+        reports=reports_from_json(paths.reports_path.read_text(encoding="utf-8")),
+        communities=communities_from_json(paths.communities_path.read_text(encoding="utf-8")),
+        manifest=paths.manifest())
+
+
+def previous_state(ws: Workspace) -> tuple[list[Community] | None, dict[str, str] | None]:
+    """The communities and entity signatures of the last finished run (the published generation): what an
+    incremental run starts from. A run that did not finish published nothing, so it never seeds the next one."""
+    current = ws.current()
+    if current is None or not current.communities_path.exists():
+        return None, None
+    communities = communities_from_json(current.communities_path.read_text(encoding="utf-8"))
+    signatures = (json.loads(current.signatures_path.read_text(encoding="utf-8"))
+                  if current.signatures_path.exists() else None)
+    return communities, signatures
+
+
+def open_index(ws: Workspace, settings: StrataSettings, path: Path | None = None) -> ChunkIndex:
+    """The published generation's chunk index to build the next one from, or an empty index when there is none
+    or it was built with other settings (then every chunk is indexed again; vectors come from the cache)."""
+    from retrieval.index import IndexMismatchError
+    from retrieval.vector_cache import VectorCache
+
+    cache = VectorCache(ws.root / "vectors.sqlite")
+    current = ws.current()
+    folder = path or (current.index_dir if current else None)
+    if folder is not None:
+        try:
+            return ChunkIndex.load(folder, settings.retrieval, vector_cache=cache, llm=settings.llm)
+        except (FileNotFoundError, IndexMismatchError, ValueError, KeyError, OSError):
+            pass
+    return ChunkIndex(settings.retrieval, vector_cache=cache, llm=settings.llm)

@@ -1,0 +1,401 @@
+"""The stages of an index run, shared by ``strata index`` (in a row) and the Prefect flows (one task each).
+
+    plan -> remove -> extract (per batch) -> merge -> communities -> reports -> index -> publish
+
+Each stage is a thin function over the stage packages (``extraction``, ``communities``, ``retrieval``) and the
+store. The store is written as the run goes; the query side sees nothing of it until ``publish`` writes a new
+index generation and points ``CURRENT`` at it. Every stage reads what it needs from the store and from the last
+*published* generation, never from what a killed run left half-way, so a run resumed after a crash (or after
+the store went away) ends where an uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from communities.leiden import changed_entities, detect_communities, entity_signatures
+from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
+from core.records import Chunk, Community, Document, GraphSnapshot, stable_hash
+from core.settings import StrataSettings
+from core.store import GraphStore, open_store
+from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
+from extraction.chunking import chunk_document
+from extraction.ledger import ChunkFailure, FailureLedger
+from extraction.loader import LoadResult
+from extraction.offline import OfflineExtractor
+from extraction.resolution import resolve
+from extraction.types import Extractor
+from retrieval.index import ChunkIndex
+from strata.generations import open_index, previous_state, write_generation
+from strata.workspace import RunLock, Workspace
+
+if TYPE_CHECKING:
+    from extraction.llm_client import LLMClient
+
+# A progress callback: (stage name, units done now, total units or None).
+Progress = Callable[[str, int, int | None], None]
+
+REPORTS_LEDGER_ID = "(community reports)"
+
+
+def no_progress(stage: str, advance: int, total: int | None) -> None:
+    return None
+
+
+@dataclass
+class IndexRun:
+    """What one indexing run did; stored in ``runs.jsonl`` and printed by the CLI."""
+
+    source: str
+    mode: str
+    store: str
+    embedder: str
+    documents: int = 0
+    new: int = 0
+    changed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    chunks_extracted: int = 0
+    chunks_total: int = 0
+    entities: int = 0
+    relations: int = 0
+    communities: int = 0
+    levels: int = 0
+    reports_written: int = 0
+    reports_kept: int = 0
+    problems: list[dict[str, str]] = field(default_factory=list)
+    failed_chunks: int = 0
+    failures: list[dict[str, object]] = field(default_factory=list)
+    llm_usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    predicted: dict[str, float | int] = field(default_factory=dict)
+    report_fallbacks: int = 0
+    generation: int | None = None
+    published: bool = False
+    recovered: bool = False
+    seconds: float = 0.0
+    started_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def open_llm(settings: StrataSettings) -> "LLMClient | None":
+    """The LLM client for LLM mode (with its response cache in the workspace), or None offline."""
+    if settings.llm_mode != "llm":
+        return None
+    from extraction.llm_client import LLMClient
+
+    return LLMClient.from_settings(settings.llm, Path(settings.data_dir) / "llm_cache.sqlite")
+
+
+def make_extractor(settings: StrataSettings, client: "LLMClient | None") -> Extractor:
+    if client is not None:
+        from extraction.llm_extractor import LLMExtractor
+
+        return LLMExtractor(client, settings.extraction, settings.llm.prompts_dir)
+    return OfflineExtractor(settings.extraction)
+
+
+def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk]) -> ReportWriter:
+    """The LLM writer when a client is given (it reads source passages from ``chunks``), else the extractive one."""
+    if client is not None:
+        from communities.llm_reports import LLMReportWriter
+
+        return LLMReportWriter(client, settings.communities, {c.id: c for c in chunks}, settings.llm.prompts_dir)
+    return ExtractiveReportWriter(settings.communities, {c.id: c for c in chunks})
+
+
+def revision(doc: Document) -> str:
+    """What a stored document was made from: its text, its source and its metadata. A document whose rows
+    moved in a .jsonl (its line changed) or whose front matter changed is indexed again; unchanged chunks cost
+    no embedding (vector cache) and no LLM call (response cache)."""
+    return stable_hash(doc.content_hash, doc.source, json.dumps(doc.metadata, sort_keys=True, default=str), size=16)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    new: tuple[Document, ...]
+    changed: tuple[Document, ...]
+    deleted: tuple[str, ...]
+    unchanged: tuple[str, ...]
+
+
+def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool, full: bool = False) -> ChangeSet:
+    """Compare loaded documents with the store's revisions. Documents whose file failed to load are kept as
+    they are (never deleted); with ``full`` every loaded document counts as changed."""
+    new, changed, unchanged = [], [], []
+    for d in loaded.documents:
+        if d.id not in stored:
+            new.append(d)
+        elif full or stored[d.id] != revision(d):
+            changed.append(d)
+        else:
+            unchanged.append(d.id)
+    failed_paths = {_problem_file(p.path) for p in loaded.problems}
+    present = {d.id for d in loaded.documents}
+    deleted = [i for i in stored if i not in present and i not in loaded.failed_ids
+               and _document_file(i) not in failed_paths] if prune else []
+    return ChangeSet(tuple(new), tuple(changed), tuple(sorted(deleted)), tuple(unchanged))
+
+
+def _problem_file(where: str) -> str:
+    """The file a load problem names (``notes.jsonl:12`` names notes.jsonl; a path may itself hold a colon)."""
+    head, sep, tail = where.rpartition(":")
+    return head if sep and tail.isdigit() else where
+
+
+def _document_file(doc_id: str) -> str:
+    """The file a document id comes from (.jsonl rows are ``file#id``-style or their own ids; files are paths)."""
+    return doc_id.split("#", 1)[0]
+
+
+@dataclass
+class IndexSession:
+    """The live resources of one indexing run, shared by its stages."""
+
+    settings: StrataSettings
+    ws: Workspace
+    store: GraphStore
+    client: "LLMClient | None"
+    ledger: FailureLedger
+    extractor: Extractor
+    run: IndexRun
+    progress: Progress
+    own_store: bool
+    started: float
+    lock: RunLock
+    recovering: bool = False
+    full: bool = False
+    index: ChunkIndex | None = None
+
+    def close(self) -> None:
+        try:
+            if self.index is not None:
+                self.index.close()
+                if self.index.vector_cache is not None:
+                    self.index.vector_cache.close()
+            self.ledger.close()
+            if self.client is not None:
+                self.client.close()
+            if self.own_store:
+                self.store.close()
+        finally:
+            self.lock.__exit__()
+
+
+def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResult, progress: Progress = no_progress,
+                 store: GraphStore | None = None, full: bool = False) -> IndexSession:
+    """Take the workspace's run lock and open the store, the LLM client and the failure ledger."""
+    ws = Workspace(Path(settings.data_dir))
+    ws.root.mkdir(parents=True, exist_ok=True)
+    lock = ws.lock().__enter__()
+    try:
+        own_store = store is None
+        store = store or open_store(settings)
+    except BaseException:
+        lock.__exit__()
+        raise
+    client = open_llm(settings)
+    ledger = FailureLedger(ws.root / "ledger.sqlite")
+    extractor = make_extractor(settings, client)
+    recovering = ws.pending_path.exists()
+    # From here until a generation is published, a crash leaves the marker behind.
+    ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
+                   documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
+                   recovered=recovering, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    return IndexSession(settings, ws, store, client, ledger, extractor, run, progress, own_store, time.perf_counter(),
+                        lock, recovering, full)
+
+
+def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
+    """Compare the folder with the store: new, changed, deleted and unchanged documents."""
+    changes = diff_documents(loaded, session.store.document_hashes(), prune, session.full)
+    r = session.run
+    r.new, r.changed, r.deleted, r.unchanged = len(changes.new), len(changes.changed), len(changes.deleted), len(changes.unchanged)
+    if session.client is not None:
+        from extraction.estimate import estimate_documents
+
+        r.predicted = estimate_documents(list(changes.new) + list(changes.changed), session.settings).to_dict()
+    return changes
+
+
+def stage_remove(session: IndexSession, document_ids: Sequence[str]) -> None:
+    """Delete what deleted and changed documents contributed to the store."""
+    for doc_id in document_ids:
+        session.store.delete_document(doc_id)
+        session.progress("remove", 1, len(document_ids))
+
+
+def write_documents(session: IndexSession, docs: Sequence[Document], batch_chunks: int = 256) -> tuple[int, int]:
+    """Chunk, extract and store documents; returns (chunks done, chunks failed).
+
+    Chunks of several documents are extracted together (concurrently in LLM mode). Each chunk's raw extraction
+    is stored beside it; the merged fields the store computes on the way are provisional until the merge stage
+    sets them from all extractions in a fixed order. A document's revision is written last, and left empty when
+    any of its chunks failed, so a crash mid-way or a failed chunk leaves it marked as changed and the next run
+    redoes it (calls that succeeded come from the response cache).
+    """
+    store, settings, ledger = session.store, session.settings, session.ledger
+    done = failed = 0
+    batch: list[tuple[Document, list[Chunk]]] = []
+
+    def flush() -> None:
+        nonlocal done, failed
+        if not batch:
+            return
+        for doc, chunks in batch:
+            store.upsert_documents([Document(doc.id, doc.source, doc.text, "", doc.metadata)])
+            store.upsert_chunks(chunks)
+        result = session.extractor.extract([c for _, chunks in batch for c in chunks])
+        by_chunk = {x.chunk_id: x for x in result.extractions}
+        failures_by_chunk = {f.chunk_id: f for f in result.failures}
+        store.save_extractions([(cid, extraction_to_json(x)) for cid, x in sorted(by_chunk.items())])
+        for doc, chunks in batch:
+            entities, relations = resolve([by_chunk[c.id] for c in chunks if c.id in by_chunk],
+                                          settings.extraction.description_max_chars)
+            store.upsert_entities(entities)
+            store.upsert_relations(relations)
+            doc_failures = [failures_by_chunk[c.id] for c in chunks if c.id in failures_by_chunk]
+            if doc_failures:
+                ledger.record(doc.id, "extract", doc_failures)
+                failed += len(doc_failures)
+            else:
+                ledger.clear_document(doc.id)
+                store.upsert_documents([replace(doc, content_hash=revision(doc))])
+            done += len(chunks)
+            session.progress("extract", len(chunks), None)
+        batch.clear()
+
+    pending = 0
+    for doc in docs:
+        chunks = chunk_document(doc, settings.chunking)
+        batch.append((doc, chunks))
+        pending += len(chunks)
+        if pending >= batch_chunks:
+            flush()
+            pending = 0
+    flush()
+    return done, failed
+
+
+def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
+    """Chunk, extract and store a batch of documents; returns chunks done."""
+    done, failed = write_documents(session, docs)
+    session.run.failed_chunks += failed
+    session.run.chunks_extracted += done
+    return done
+
+
+def stage_merge(session: IndexSession) -> GraphSnapshot:
+    """Set every entity's and relation's merged fields from all stored extractions in chunk-id order (the
+    result depends on the set of inputs, not on the order documents arrived in); returns the graph."""
+    session.progress("merge", 0, None)
+    store, settings = session.store, session.settings
+    snapshot = store.read_graph()
+    entities, relations = canonical_fields(store.extractions(), settings.extraction.description_max_chars)
+    merge = None
+    if session.client is not None:
+        from extraction.descriptions import merge_entity_descriptions
+
+        client = session.client
+        merge = lambda es: merge_entity_descriptions(es, client, settings)  # noqa: E731
+    changed_e, changed_r = attribute_changes(snapshot, entities, relations, merge)
+    if changed_e or changed_r:
+        store.set_attributes(changed_e, changed_r)
+        snapshot = store.read_graph()
+    session.run.entities, session.run.relations = len(snapshot.entities), len(snapshot.relations)
+    return snapshot
+
+
+def stage_communities(session: IndexSession, snapshot: GraphSnapshot, graph_changed: bool = True) -> list[Community]:
+    """Hierarchical Leiden, starting from the communities of the last published generation (ids carried over by
+    overlap; only what changed since is re-clustered). When nothing changed, that generation's communities
+    stand."""
+    session.progress("communities", 0, None)
+    previous, signatures = (None, None) if session.full else previous_state(session.ws)
+    if previous is not None and not graph_changed and not session.recovering:
+        communities = previous
+    else:
+        touched = changed_entities(signatures, entity_signatures(snapshot)) if signatures is not None else None
+        communities = detect_communities(snapshot, session.settings.communities, previous or (), touched)
+    communities = sorted(communities, key=lambda c: (c.level, c.id))
+    stored = session.store.communities()
+    if stored != communities:
+        session.store.replace_communities(communities)
+    session.run.communities, session.run.levels = len(communities), len({c.level for c in communities})
+    return communities
+
+
+def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: Sequence[Community],
+                  policy: str = "changed", force: Sequence[str] = ()) -> None:
+    """Write the reports the policy asks for (see :func:`write_reports`); with policy ``changed`` the reports
+    of communities that no longer exist are deleted, with ``missing`` they are kept for the drift report. A
+    report whose LLM call failed is written by the extractive fallback, marked ``fallback``, recorded in the
+    ledger, and written again by the next LLM run."""
+    store, progress = session.store, session.progress
+    chunks = store.all_chunks()
+    chunk_hashes = {c.id: c.content_hash for c in chunks}
+    writer = make_report_writer(session.settings, session.client, chunks)
+    existing = store.reports()
+    if session.full:
+        force = [c.id for c in communities]
+    progress("reports", 0, len(communities))
+    reports, written = write_reports(communities, snapshot, writer, session.settings.communities, existing,
+                                     on_progress=lambda n: progress("reports", n, len(communities)),
+                                     chunk_hashes=chunk_hashes, policy=policy, force=force,
+                                     min_drift=session.settings.communities.resummarize_min_drift)
+    kept = {r.community_id: r for r in existing}
+    store.save_reports([r for r in reports if kept.get(r.community_id) is not r])
+    if policy == "changed":
+        alive = {c.id for c in communities}
+        store.delete_reports([r.community_id for r in existing if r.community_id not in alive])
+    failures = list(getattr(writer, "failures", ()))
+    session.ledger.clear_document(REPORTS_LEDGER_ID)
+    if failures:
+        session.ledger.record(REPORTS_LEDGER_ID, "report",
+                              [ChunkFailure(f"report:{cid}", reason) for cid, reason in failures])
+    session.run.reports_written += written
+    session.run.reports_kept = len(reports) - written
+    session.run.report_fallbacks += len(failures)
+
+
+def stage_index(session: IndexSession) -> ChunkIndex:
+    """The chunk index of the next generation: the published one brought in line with the store's chunks
+    (changed and new chunks embedded, vectors of known text from the cache), rows in chunk-id order."""
+    index = open_index(session.ws, session.settings) if not session.full else open_index(
+        session.ws, session.settings, session.ws.root / "no-index")
+    session.index = index
+    session.run.embedder = index.describe()
+    chunks = session.store.all_chunks()
+    present = {r.chunk_id for r in index.rows}
+    todo = sum(1 for c in chunks if c.id not in present)
+    session.progress("embed", 0, todo or None)
+    index.sync(chunks, on_progress=lambda n: session.progress("embed", n, todo))
+    session.run.chunks_total = len(index)
+    return index
+
+
+def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: Sequence[Community]) -> IndexRun:
+    """Publish the next generation (unless it would serve what the current one does), clear the crash marker,
+    and log the run."""
+    ws, run = session.ws, session.run
+    assert session.index is not None, "stage_index runs before stage_publish"
+    session.progress("publish", 0, None)
+    run.failures = session.ledger.entries()
+    if session.client is not None:
+        run.llm_usage = session.client.usage.to_dict()
+    info = {"mode": run.mode, "store": run.store, "source": run.source}
+    run.generation, run.published = write_generation(ws, session.index, snapshot, communities,
+                                                     session.store.reports(), info,
+                                                     session.settings.index.keep_generations,
+                                                     step=lambda: session.progress("publish", 1, 3))
+    ws.pending_path.unlink(missing_ok=True)
+    run.seconds = round(time.perf_counter() - session.started, 3)
+    with open(ws.runs_path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(run.to_dict()) + "\n")
+    return run
