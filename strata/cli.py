@@ -1,7 +1,10 @@
-"""The ``strata`` command line: index, ask, search, route, status, serve.
+"""The ``strata`` command line: index, reindex, ask, search, route, status, drift, estimate, serve.
 
-Exit codes: 0 success; 1 an operational error (store unreachable, no index); 2 bad input (no such folder,
-empty folder, invalid request); 3 indexed, but some files could not be read (each is named).
+Exit codes: 0 success; 1 an operational error (store unreachable or refusing the password, no index, an index
+built with other settings, the LLM endpoint failing); 2 bad input (no such folder, empty folder, invalid request
+or filter, invalid settings, an unsafe ``serve`` bind); 3 indexed, but some files could not be read (each is
+named). Every failure prints one line naming the problem and the fix; ``--debug`` adds the traceback.
+``--data-dir`` and ``--debug`` may stand anywhere on the line.
 """
 
 from __future__ import annotations
@@ -22,11 +25,49 @@ err = Console(stderr=True, soft_wrap=True)
 out = Console(soft_wrap=True)
 
 
+class CliError(Exception):
+    """A failure the CLI reports as one line (the problem and the fix) with an exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _say(kind: str, message: str) -> None:
+    err.print(f"[red]{kind}:[/red] ", end="")
+    err.print(message, markup=False, highlight=False)
+
+
+def settings_problem(exc: Exception) -> str:
+    """A settings error in one line naming the environment variable to fix."""
+    import os
+
+    from pydantic import ValidationError
+
+    from core.settings import env_name
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    parts = []
+    for e in exc.errors(include_url=False, include_input=False):
+        loc = tuple(e["loc"])
+        # A value from the environment is named by its variable; the whole section's variable if that is set.
+        name = next((env_name(loc[:i]) for i in range(len(loc), 0, -1) if env_name(loc[:i]) in os.environ),
+                    env_name(loc))
+        value = os.environ.get(name)
+        shown = f"={value!r}" if value is not None and "KEY" not in name and "PASSWORD" not in name else ""
+        parts.append(f"{name}{shown}: {e['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from pydantic import ValidationError
 
-    from core.settings import StrataSettings
+    from core.settings import StrataSettings, unknown_env_vars
 
+    for name, close in unknown_env_vars():
+        err.print(f"[yellow]warning:[/yellow] {name} is not a Strata setting and is ignored"
+                  + (f" (did you mean {close}?)" if close else ""), markup=True, highlight=False)
     overrides: dict[str, Any] = {}
     if getattr(args, "data_dir", None):
         overrides["data_dir"] = Path(args.data_dir)
@@ -35,14 +76,12 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         settings.llm_mode  # validates the llm section against the mode
         return settings
     except (ValidationError, ValueError) as exc:
-        err.print(f"[red]invalid settings:[/red] {exc}")
-        raise SystemExit(EXIT_BAD_INPUT)
+        raise CliError(f"invalid settings: {settings_problem(exc)}", EXIT_BAD_INPUT) from exc
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     from extraction.loader import EmptyCorpusError
     from strata.pipeline import index_folder
-    from core.store import StoreError
 
     settings = _settings(args)
     folder = Path(args.folder)
@@ -59,16 +98,14 @@ def cmd_index(args: argparse.Namespace) -> int:
 
         try:
             run = index_folder(folder, settings, progress, prune=not args.no_prune,
-                               report_policy="missing" if args.defer_reports else "changed")
+                               report_policy="missing" if args.defer_reports else "changed",
+                               full=getattr(args, "full", False))
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
         except EmptyCorpusError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
-        except StoreError as exc:
-            err.print(f"[red]store error:[/red] {exc}")
-            return EXIT_ERROR
     if args.json:
         print(json.dumps(run.to_dict(), indent=2))
     else:
@@ -106,24 +143,23 @@ def cmd_index(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Incremental reindex of a folder (as ``index``), or with ``--full`` a rebuild of everything from it."""
+    return cmd_index(args)
+
+
 def cmd_drift(args: argparse.Namespace) -> int:
     from strata.pipeline import drift_report, refresh_reports, write_drift_files
-    from core.store import StoreError
 
     settings = _settings(args)
-    try:
-        if args.refresh:
-            threshold = settings.communities.drift_drifting if args.threshold is None else args.threshold
-            if not 0 <= threshold <= 1:
-                err.print(f"[red]error:[/red] --threshold must be between 0 and 1, got {threshold}")
-                return EXIT_BAD_INPUT
-            done = refresh_reports(settings, threshold)
-            err.print(f"refreshed {done['refreshed']} report(s) at drift >= {threshold}; removed {done['removed']} "
-                      f"of dissolved communities (mode: {settings.llm_mode})")
-        report = drift_report(settings)
-    except StoreError as exc:
-        err.print(f"[red]store error:[/red] {exc}")
-        return EXIT_ERROR
+    if args.refresh:
+        threshold = settings.communities.drift_drifting if args.threshold is None else args.threshold
+        if not 0 <= threshold <= 1:
+            raise CliError(f"--threshold must be between 0 and 1, got {threshold}", EXIT_BAD_INPUT)
+        done = refresh_reports(settings, threshold)
+        err.print(f"refreshed {done['refreshed']} report(s) at drift >= {threshold}; removed {done['removed']} "
+                  f"of dissolved communities (mode: {settings.llm_mode})")
+    report = drift_report(settings)
     paths = write_drift_files(report, settings, Path(args.out) if args.out else None)
     if args.json:
         from communities.drift_render import to_json
@@ -164,23 +200,46 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def _engine(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from retrieval.index import IndexMismatchError
     from strata.engine import Engine
 
     settings = _settings(args)
     try:
         return Engine(settings)
+    except IndexMismatchError as exc:
+        raise CliError(f"{exc}; run `strata reindex FOLDER --full` to rebuild it with the current settings, or "
+                       "set the settings it was built with (e.g. STRATA_RETRIEVAL__EMBEDDER)") from exc
     except FileNotFoundError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise SystemExit(EXIT_ERROR)
+        raise CliError(str(exc)) from exc
+
+
+def _parse_filter_arg(raw: str | None) -> dict[str, Any] | None:
+    from retrieval.filters import parse_filter
+
+    if not raw:
+        return None
+    try:
+        spec = json.loads(raw)
+    except ValueError as exc:
+        raise CliError(f"--filter is not valid JSON ({exc}); e.g. --filter '{{\"team\": \"payments\"}}'",
+                       EXIT_BAD_INPUT) from exc
+    try:
+        parse_filter(spec)
+    except ValueError as exc:
+        raise CliError(f"invalid --filter: {exc}", EXIT_BAD_INPUT) from exc
+    return spec
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    metadata_filter = _parse_filter_arg(args.filter)
     engine = _engine(args)
     try:
-        answer = engine.ask(args.question, mode=args.mode, metadata_filter=json.loads(args.filter) if args.filter else None)
+        if metadata_filter and engine.route(args.question, args.mode).route == "global":
+            raise CliError("--filter applies to local answers only (a global answer summarizes the whole corpus): "
+                           "drop --filter or add --mode local", EXIT_BAD_INPUT)
+        answer = engine.ask(args.question, mode=args.mode, metadata_filter=metadata_filter)
     except ValueError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        return EXIT_BAD_INPUT
+        raise CliError(str(exc), EXIT_BAD_INPUT) from exc
     finally:
         engine.close()
     if args.json:
@@ -213,8 +272,17 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         request = MemoryQueryRequest.model_validate_json(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors())
-        err.print(f"[red]invalid memory-query request:[/red] {problems}")
+        from retrieval.filters import tidy_filter_error
+
+        problems = []
+        for e in exc.errors(include_url=False, include_input=False):
+            loc, msg = tuple(e["loc"]), e["msg"].removeprefix("Value error, ")
+            if loc[:1] == ("metadata_filter",):
+                inner, msg = tidy_filter_error(loc[1:], e["type"], msg)
+                loc = ("metadata_filter", *inner)
+            where = ".".join(str(p).encode("utf-8", "backslashreplace").decode() for p in loc) or "request"
+            problems.append(f"{where}: {msg}")
+        _say("invalid memory-query request", "; ".join(problems))
         return EXIT_BAD_INPUT
     engine = _engine(args)
     try:
@@ -238,36 +306,95 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from strata.pipeline import iter_runs
-    from core.store import StoreError, open_store
+    from core.store import open_store
 
     settings = _settings(args)
+    store = open_store(settings)  # a store that is down or refuses the password is reported by main()
     try:
-        store = open_store(settings)
         counts = store.counts()
+    finally:
         store.close()
-    except StoreError as exc:
-        err.print(f"[red]store error:[/red] {exc}")
-        return EXIT_ERROR
     runs = list(iter_runs(settings))
     info = {"data_dir": str(settings.data_dir), "store": settings.store.backend, "mode": settings.llm_mode,
             "counts": counts, "last_run": runs[-1] if runs else None}
-    print(json.dumps(info, indent=2))
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return EXIT_OK
+    table = Table(title=f"strata status — {info['data_dir']}", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    for key in ("store", "mode"):
+        table.add_row(key, str(info[key]))
+    for key, value in counts.items():
+        table.add_row(key, str(value))
+    last = info["last_run"]
+    if last:
+        table.add_row("last run", f"{last.get('started_at', '')} {last.get('source', '')}: {last.get('documents', 0)} "
+                                  f"documents, {len(last.get('problems', []))} problem(s), {last.get('seconds', 0)} s")
+    else:
+        table.add_row("last run", "none yet: run `strata index FOLDER`")
+    out.print(table)
     return EXIT_OK
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
     import uvicorn
 
     from strata.api import create_app
 
-    uvicorn.run(create_app(_settings(args)), host=args.host, port=args.port, log_level="info")
+    settings = _settings(args)
+    server = settings.server
+    try:
+        keys = server.keys()
+    except ValueError as exc:
+        raise CliError(f"{exc}; fix STRATA_SERVER__API_KEYS_FILE") from exc
+    if not keys and not _loopback(args.host) and not args.insecure:
+        raise CliError(f"refusing to serve on {args.host} without an API key: set STRATA_SERVER__API_KEYS='[\"KEY\"]' "
+                       "(or STRATA_SERVER__API_KEYS_FILE), bind 127.0.0.1, or pass --insecure", EXIT_BAD_INPUT)
+    if not keys and not _loopback(args.host):
+        err.print(f"[yellow]warning:[/yellow] serving on {args.host} without authentication (--insecure)")
+    workers = args.workers or server.workers
+    common = dict(host=args.host, port=args.port, log_level="info", timeout_keep_alive=server.keep_alive_s)
+    if workers > 1:
+        # Each worker process builds its own app (and loads the index once) from the same settings.
+        os.environ["STRATA_DATA_DIR"] = str(settings.data_dir)
+        uvicorn.run("strata.api:create_app", factory=True, workers=workers, **common)  # type: ignore[arg-type]
+    else:
+        uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
     return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="strata", description="GraphRAG memory for a corpus: index a folder, then ask.")
-    p.add_argument("--data-dir", help="workspace folder (default .strata, or STRATA_DATA_DIR)")
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: an option given before the subcommand is not reset by the subcommand's default.
+    common.add_argument("--data-dir", default=argparse.SUPPRESS,
+                        help="workspace folder (default .strata, or STRATA_DATA_DIR)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="print the traceback of an error")
+    p = argparse.ArgumentParser(prog="strata", parents=[common],
+                                description="GraphRAG memory for a corpus: index a folder, then ask.",
+                                epilog="exit codes: 0 ok, 1 operational error, 2 bad input, 3 some files not indexed")
+    p.add_argument("--version", action="version", version=f"strata {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
+    _add_parser = sub.add_parser
+
+    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+        return _add_parser(name, parents=[common], **kw)
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
 
     s = sub.add_parser("index", help="index (or incrementally re-index) a folder of .txt/.md/.jsonl files")
     s.add_argument("folder")
@@ -276,6 +403,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--defer-reports", action="store_true",
                    help="keep existing community reports as they are (see `strata drift`); write only missing ones")
     s.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("reindex", help="re-index a folder incrementally, or rebuild everything with --full")
+    s.add_argument("folder")
+    s.add_argument("--full", action="store_true",
+                   help="rebuild from scratch: every document re-chunked, re-extracted and re-embedded")
+    s.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
+    s.add_argument("--defer-reports", action="store_true", help="as for `strata index`")
+    s.set_defaults(func=cmd_reindex)
 
     s = sub.add_parser("drift", help="which community reports no longer match the graph, and by how much")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -309,24 +445,71 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_route)
 
     s = sub.add_parser("status", help="counts in the store and the last run")
+    s.add_argument("--json", action="store_true", help="print the status as JSON")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("serve", help="serve the HTTP API (POST /v1/memory/query, POST /v1/ask)")
-    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--host", default="127.0.0.1", help="bind address; a non-loopback one needs an API key or --insecure")
     s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--workers", type=int, help="server processes (default server.workers)")
+    s.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without an API key")
     s.set_defaults(func=cmd_serve)
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("strata")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def explain(exc: BaseException) -> tuple[str, str, int]:
+    """(kind, one-line message with the fix, exit code) for an error that reached the top."""
+    from pydantic import ValidationError
+
+    from core.store import StoreError, StoreUnavailableError
+
+    if isinstance(exc, CliError):
+        return "error", str(exc), exc.code
+    if isinstance(exc, StoreUnavailableError):
+        return "store unavailable", (f"{exc}; start Neo4j (scripts/neo4j start) or check STRATA_STORE__NEO4J_URI, "
+                                     "STRATA_STORE__NEO4J_USER and STRATA_STORE__NEO4J_PASSWORD"), EXIT_ERROR
+    if isinstance(exc, StoreError):
+        return "store error", f"{exc}; run the command again (nothing of the failed batch was written)", EXIT_ERROR
+    if isinstance(exc, ValidationError):
+        return "invalid input", settings_problem(exc), EXIT_BAD_INPUT
+    kind = type(exc).__name__
+    if kind in ("IndexLockedError",):
+        return "busy", f"{exc}; wait for the other index run to finish", EXIT_ERROR
+    if kind in ("LLMError", "ModelUnavailableError"):
+        return "error", f"{exc}; check STRATA_LLM__BASE_URL / STRATA_LLM__API_KEY or the embedder setting", EXIT_ERROR
+    if isinstance(exc, OSError):
+        return "error", f"{exc}", EXIT_ERROR
+    return "internal error", f"{kind}: {exc} (run again with --debug for the traceback)", EXIT_ERROR
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    debug = False
     try:
         args = build_parser().parse_args(argv)
+        debug = bool(getattr(args, "debug", False))
         return int(args.func(args))
     except SystemExit as exc:  # argparse and the helpers above exit with a code; return it instead
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
+    except BrokenPipeError:  # the reader went away (`strata status --json | head`): nothing left to say
+        return EXIT_OK
+    except Exception as exc:  # every failure is one line naming the problem and the fix, unless --debug
+        if debug:
+            err.print_exception(show_locals=False)
+        kind, message, code = explain(exc)
+        _say(kind, message.replace("\n", " "))
+        return code
 
 
 if __name__ == "__main__":
