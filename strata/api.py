@@ -1,57 +1,419 @@
 """The HTTP API (FastAPI): ``POST /v1/memory/query`` speaks the memory-query contract; ``POST /v1/ask``
-answers with citations; ``GET /v1/drift`` gives the stale-summary drift report; ``GET /v1/health``. Invalid requests get 422 with a message, never a 500."""
+answers with citations; ``GET /v1/drift`` serves the drift report; ``GET /v1/health`` says whether an index is
+loaded.
+
+Every request either succeeds or gets a 4xx (or a 503 when the server is saturated, timed out or has no index)
+whose body has one shape, ``{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}``; a 500 is a bug.
+Limits come from ``settings.server``: body size (413), content type (415), question length and filter size
+(422), concurrent requests (503 with ``Retry-After``) and a request timeout (503). With API keys configured,
+every route but ``/v1/health`` needs ``Authorization: Bearer KEY`` (401 otherwise).
+
+The query engine is loaded once, at start-up (:func:`load_engine`, from the app's lifespan), never per request.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import asyncio
+import hashlib
+import hmac
+import json
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal, TypeVar
 
-from fastapi import FastAPI, HTTPException
-from pydantic import BaseModel, Field
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse
-from core.settings import StrataSettings
+from core.settings import ServerSettings, StrataSettings
+from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, QueryText
+from retrieval.filters import MetadataFilter, limit_errors, tidy_filter_error
+
+if TYPE_CHECKING:
+    from strata.engine import Engine
+
+T = TypeVar("T")
+OPEN_PATHS = frozenset({"/v1/health", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+# The console page, its script and style, and the docs' assets hold no data: a browser must load them before
+# the user can enter a key. Every data route still needs the key.
+OPEN_PREFIXES = ("/console/", "/docs-assets/")
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int] = Field(description="where the problem is: ['body', field, ...], ['header', name], ...")
+    msg: str
+    type: str
+
+
+class ErrorResponse(BaseModel):
+    """The body of every 4xx and 503."""
+
+    detail: list[ErrorItem]
 
 
 class AskRequest(BaseModel):
-    question: str = Field(..., min_length=1, max_length=10_000)
+    model_config = ConfigDict(extra="forbid")
+
+    question: QueryText = Field(..., min_length=1, max_length=10_000)
     mode: Literal["local", "global"] | None = None
-    metadata_filter: dict[str, Any] = Field(default_factory=dict)
+    metadata_filter: MetadataFilter = Field(
+        default_factory=dict, description="local answers only; a filter on a global answer is refused (422)")
+
+
+class ApiError(Exception):
+    """A refusal with the documented error shape."""
+
+    def __init__(self, status: int, loc: list[str | int], msg: str, type_: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(msg)
+        self.status, self.loc, self.msg, self.type, self.headers = status, loc, msg, type_, headers or {}
+
+
+def _clean(value: Any) -> Any:
+    """Text safe to encode as UTF-8 JSON (a lone surrogate from the request becomes an escape)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def error_body(items: list[tuple[list[Any], str, str]]) -> bytes:
+    detail = [{"loc": [_clean(p) for p in loc], "msg": _clean(msg), "type": _clean(type_)} for loc, msg, type_ in items]
+    return json.dumps({"detail": detail}, ensure_ascii=False).encode("utf-8")
+
+
+def error_response(status: int, items: list[tuple[list[Any], str, str]], headers: dict[str, str] | None = None) -> Response:
+    return Response(error_body(items), status_code=status, media_type="application/json", headers=headers)
+
+
+async def _send_error(send: Send, status: int, loc: list[Any], msg: str, type_: str,
+                      headers: dict[str, str] | None = None) -> None:
+    body = error_body([(loc, msg, type_)])
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+class GuardMiddleware:
+    """Authentication, body size and content type, checked before the app reads anything."""
+
+    def __init__(self, app: ASGIApp, server: ServerSettings, keys: list[str]) -> None:
+        self.app = app
+        self.max_body = server.max_body_bytes
+        # Keys are compared as digests, in constant time, all of them every time.
+        self.key_digests = [hashlib.sha256(k.encode("utf-8")).digest() for k in keys]
+
+    def _authorized(self, scope: Scope) -> bool:
+        header = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
+        scheme, _, token = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not token.strip():
+            return False
+        digest = hashlib.sha256(token.strip()).digest()
+        ok = False
+        for known in self.key_digests:
+            ok |= hmac.compare_digest(digest, known)
+        return ok
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        open_path = scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES)
+        if self.key_digests and not open_path and not self._authorized(scope):
+            await _send_error(send, 401, ["header", "authorization"],
+                              "a valid API key is required: send 'Authorization: Bearer KEY'", "unauthorized",
+                              {"WWW-Authenticate": "Bearer"})
+            return
+        headers = dict(scope["headers"])
+        length = headers.get(b"content-length")
+        if length is not None:
+            if not length.isdigit():
+                await _send_error(send, 400, ["header", "content-length"], "Content-Length must be a number",
+                                  "invalid_header")
+                return
+            if int(length) > self.max_body:
+                await self._too_large(send)
+                return
+        if scope["method"] in ("POST", "PUT", "PATCH"):
+            ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+            if ctype != b"application/json" and not ctype.endswith(b"+json"):
+                await _send_error(send, 415, ["header", "content-type"],
+                                  "send the request body as JSON with 'Content-Type: application/json'",
+                                  "unsupported_media_type")
+                return
+        if length is None and scope["method"] in ("POST", "PUT", "PATCH"):
+            # A body without Content-Length (chunked) is read here, up to the limit, then handed on whole.
+            chunks, seen = [], 0
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                chunks.append(message.get("body", b""))
+                seen += len(chunks[-1])
+                if seen > self.max_body:
+                    await self._too_large(send)
+                    return
+                if not message.get("more_body", False):
+                    break
+            body, replayed = b"".join(chunks), False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            await self.app(scope, replay, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _too_large(self, send: Send) -> None:
+        await _send_error(send, 413, ["body"], f"request body larger than {self.max_body} bytes "
+                                               "(server.max_body_bytes)", "body_too_large")
+
+
+class WorkLimiter:
+    """Runs request work in a pool of ``max_concurrent_requests`` threads: a request that finds every slot busy
+    gets 503 with Retry-After at once (no queue builds up), and one still running after the timeout gets 503
+    while its slot stays taken until the work really ends."""
+
+    def __init__(self, server: ServerSettings) -> None:
+        self.slots = server.max_concurrent_requests
+        self.timeout = server.request_timeout_s
+        self.retry_after = str(server.retry_after_s)
+        self.busy = 0
+        self.lock = threading.Lock()
+        self.pool = self._new_pool()
+
+    def _new_pool(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="strata-api")
+
+    def open(self) -> None:
+        """Ready for work again after :meth:`close` (a server may run the app's lifespan more than once)."""
+        if self.pool._shutdown:
+            self.pool = self._new_pool()
+
+    def _release(self, _future: Any) -> None:
+        with self.lock:
+            self.busy -= 1
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        with self.lock:
+            if self.busy >= self.slots:
+                raise ApiError(503, [], f"the server is busy ({self.slots} requests running; "
+                                        "server.max_concurrent_requests); retry later", "overloaded",
+                               {"Retry-After": self.retry_after})
+            self.busy += 1
+        future = self.pool.submit(fn)
+        future.add_done_callback(self._release)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+        except asyncio.TimeoutError:
+            raise ApiError(503, [], f"the request took longer than {self.timeout:g} s (server.request_timeout_s)",
+                           "timeout", {"Retry-After": self.retry_after}) from None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def load_engine(settings: StrataSettings) -> "Engine":
+    """The query engine over the workspace's index; the one place the API loads it."""
+    from strata.engine import Engine
+
+    # Watching: a newer published generation is loaded in the background and swapped in (hot reload).
+    return Engine(settings, watch=True)
+
+
+class EngineHolder:
+    """The engine loaded at start-up, or why it could not be (then query routes answer 503 with the reason)."""
+
+    def __init__(self, settings: StrataSettings) -> None:
+        self.settings = settings
+        self.engine: "Engine | None" = None
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._tried = False
+        self._tried_at = 0.0
+
+    def load(self) -> None:
+        from core.store import StoreError
+
+        with self._lock:
+            if self.engine is not None or (self._tried and time.monotonic() - self._tried_at < self.settings.index.reload_poll_s):
+                return
+            self._tried, self._tried_at = True, time.monotonic()
+            try:
+                self.engine = load_engine(self.settings)
+                self.error = None
+            except (FileNotFoundError, ValueError, StoreError, OSError) as exc:
+                self.error = str(exc)
+
+    def get(self) -> "Engine":
+        if self.engine is None:
+            # Not loaded at start-up (no generation published yet, or an app run without its lifespan): try again,
+            # at most once per poll interval, so the first published generation is served without a restart.
+            self.load()
+        if self.engine is None:
+            raise ApiError(503, [], f"no index loaded: {self.error}", "no_index", {"Retry-After": "30"})
+        return self.engine
+
+    def close(self) -> None:
+        with self._lock:
+            if self.engine is not None:
+                self.engine.close()
+            self.engine, self.error, self._tried = None, None, False
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": text} for code, text in (
+        (400, "malformed request"), (401, "missing or invalid API key"), (413, "body too large"),
+        (415, "body not sent as JSON"), (422, "invalid request: each problem names its field"),
+        (503, "busy, timed out, or no index loaded (see Retry-After)"))}
+
+
+def _json(model: BaseModel) -> Response:
+    # Serialized straight from the typed model: FastAPI would validate a returned model a second time.
+    return Response(model.model_dump_json().encode("utf-8"), media_type="application/json")
 
 
 def create_app(settings: StrataSettings | None = None) -> FastAPI:
-    from strata.engine import Engine
-
     settings = settings or StrataSettings()
-    app = FastAPI(title="Strata", version="0.1.0")
-    state: dict[str, Engine] = {}
+    server = settings.server
+    holder = EngineHolder(settings)
+    limiter = WorkLimiter(server)
 
-    def engine() -> Engine:
-        if "engine" not in state:
-            try:
-                state["engine"] = Engine(settings)
-            except FileNotFoundError as exc:
-                raise HTTPException(status_code=503, detail=str(exc)) from exc
-        return state["engine"]
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        limiter.open()
+        await asyncio.get_running_loop().run_in_executor(None, holder.load)
+        try:
+            yield
+        finally:
+            limiter.close()
+            holder.close()
+
+    app = FastAPI(title="Strata", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
+                  description="GraphRAG memory over a corpus. Errors: `{detail: [{loc, msg, type}]}`.")
+    app.add_middleware(GuardMiddleware, server=server, keys=server.keys())
+    app.state.holder = holder
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> Response:
+        return error_response(exc.status, [(exc.loc, exc.msg, exc.type)], exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> Response:
+        items = []
+        for e in exc.errors():
+            loc, msg, kind = tuple(e.get("loc", ())), str(e.get("msg", "")), str(e.get("type", "value_error"))
+            if "metadata_filter" in loc:
+                at = loc.index("metadata_filter") + 1
+                inner, msg = tidy_filter_error(loc[at:], kind, msg)
+                loc = (*loc[:at], *inner)
+            items.append((list(loc), msg.removeprefix("Value error, "), kind))
+        return error_response(422, items)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        kind = {404: "not_found", 405: "method_not_allowed", 400: "invalid_body"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, [([], str(exc.detail), kind)], dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _bug(_request: Request, exc: Exception) -> Response:
+        return error_response(500, [([], f"internal error ({type(exc).__name__}); this is a bug", "internal")])
+
+    def check_text(loc: list[str | int], text: str) -> None:
+        if len(text) > server.max_question_chars:
+            raise ApiError(422, loc, f"at most {server.max_question_chars} characters (server.max_question_chars), "
+                                     f"got {len(text)}", "string_too_long")
+
+    def check_filter(spec: dict[str, Any]) -> None:
+        problems = limit_errors(spec, server.max_filter_fields, server.max_filter_values)
+        if problems:
+            raise ApiError(422, ["body", "metadata_filter", *problems[0][0]], problems[0][1], "filter_too_large")
 
     @app.get("/v1/health")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    def health() -> dict[str, Any]:
+        engine = holder.engine
+        return {"status": "ok" if engine is not None else "no_index", "index_loaded": engine is not None,
+                "index_generation": engine.generation if engine is not None else None}
 
-    @app.post("/v1/memory/query", response_model=MemoryQueryResponse)
-    def memory_query(request: MemoryQueryRequest) -> MemoryQueryResponse:
-        return engine().query(request)
+    @app.post("/v1/memory/query", response_model=MemoryQueryResponse, responses=ERRORS)
+    async def memory_query(request: MemoryQueryRequest) -> Response:
+        check_text(["body", "search_text"], request.search_text)
+        check_filter(request.metadata_filter)
+        engine = holder.get()
+        return _json(await limiter.run(lambda: engine.query(request)))
 
-    @app.get("/v1/drift")
-    def drift() -> dict[str, Any]:
-        from strata.pipeline import drift_report
+    @app.post("/v1/ask", responses=ERRORS)
+    async def ask(request: AskRequest) -> dict[str, Any]:
+        from core.store import StoreError
 
-        return drift_report(settings).to_dict()
+        check_text(["body", "question"], request.question)
+        check_filter(request.metadata_filter)
+        engine = holder.get()
 
-    @app.post("/v1/ask")
-    def ask(request: AskRequest) -> dict[str, Any]:
-        try:
-            return engine().ask(request.question, request.mode, request.metadata_filter or None).to_dict()
-        except ValueError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from exc
+        def work() -> dict[str, Any]:
+            if request.metadata_filter and engine.route(request.question, request.mode).route == "global":
+                raise ApiError(422, ["body", "metadata_filter"],
+                               "a metadata filter applies to local answers only (a global answer summarizes the "
+                               "whole corpus): drop the filter or ask with mode 'local'", "filter_not_applicable")
+            try:
+                return engine.ask(request.question, request.mode, request.metadata_filter or None).to_dict()
+            except StoreError as exc:
+                raise ApiError(503, [], f"the graph store is unavailable: {exc}", "store_unavailable",
+                               {"Retry-After": "30"}) from exc
+            except ValueError as exc:
+                raise ApiError(422, ["body"], str(exc), "value_error") from exc
 
+        return await limiter.run(work)
+
+    @app.get("/v1/drift", responses={**ERRORS, 404: {"model": ErrorResponse, "description": "no drift report yet"}})
+    async def drift(refresh: bool = Query(False, description="recompute the report now (and write it) instead of "
+                                                              "serving the last one written")) -> Any:
+        from strata.pipeline import Workspace
+
+        path = Workspace(Path(settings.data_dir)).root / "drift" / "drift.json"
+        if refresh:
+            if not _has_index(settings):
+                raise ApiError(404, ["query", "refresh"], f"no index in {settings.data_dir}: run `strata index FOLDER` "
+                                                          "first", "no_index")
+            await limiter.run(lambda: _refresh_drift(settings))
+        if not path.exists():
+            raise ApiError(404, [], "no drift report yet: run `strata drift`, or GET /v1/drift?refresh=true",
+                           "no_report")
+        return Response(path.read_bytes(), media_type="application/json")
+
+    from strata.web import mount_console, mount_offline_docs
+
+    mount_offline_docs(app)  # /docs and /redoc with their assets served here (no CDN)
+    mount_console(app, holder.get, settings)  # the web console at / and its read-only routes
     return app
+
+
+def _has_index(settings: StrataSettings) -> bool:
+    if settings.store.backend != "embedded":
+        return True
+    return (Path(settings.data_dir) / "graph.sqlite").exists()
+
+
+def _refresh_drift(settings: StrataSettings) -> None:
+    from strata.pipeline import drift_report, write_drift_files
+
+    write_drift_files(drift_report(settings), settings)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("strata")
+    except PackageNotFoundError:
+        return "0+unknown"
