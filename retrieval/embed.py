@@ -21,6 +21,7 @@ class Embedder(Protocol):
     name: str
     dim: int
     semantic: bool  # False for embedders that capture spelling, not meaning (fusing them can hurt ranking)
+    languages: frozenset[str] | None  # ISO 639-1 codes of the languages it reads; None: no limit claimed
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """float32 array of shape (len(texts), dim), rows L2-normalized."""
@@ -32,6 +33,7 @@ class HashingEmbedder:
         self.dim, self.ngram_min, self.ngram_max = dim, ngram_min, ngram_max
         self.name = f"hashing-{dim}"
         self.semantic = False
+        self.languages: frozenset[str] | None = None  # spelling overlap works in any script
 
     def _vector(self, text: str) -> np.ndarray:
         counts: dict[int, float] = {}
@@ -59,6 +61,7 @@ class OpenAIEmbedder:
     """Embeddings from any OpenAI-compatible endpoint (the ``openai`` client is injected)."""
 
     semantic = True
+    languages: frozenset[str] | None = None  # unknown: the endpoint's model is not ours to judge
 
     def __init__(self, client: Any, model: str, dim: int, batch_size: int = 64) -> None:
         self.client, self.model, self.dim, self.batch_size = client, model, dim, batch_size
@@ -76,6 +79,15 @@ class OpenAIEmbedder:
                                      f"retrieval.embedding_dim is {self.dim}")
                 out[start + item.index] = vec / max(float(np.linalg.norm(vec)), 1e-12)
         return out
+
+
+ENGLISH = frozenset({"en"})  # all-MiniLM-L6-v2 was trained on English pairs only
+
+
+def embedder_languages(embedder: Any) -> frozenset[str] | None:
+    """The languages ``embedder`` reads (``None``: no limit claimed, also for embedders that do not say)."""
+    default = ENGLISH if getattr(embedder, "name", "") == "all-MiniLM-L6-v2" else None
+    return getattr(embedder, "languages", default)
 
 
 def minilm_available() -> bool:
@@ -96,7 +108,13 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
     if name == "minilm":
         from retrieval.minilm import MiniLMEmbedder
 
-        return MiniLMEmbedder()
+        minilm = MiniLMEmbedder()
+        minilm.languages = ENGLISH  # type: ignore[attr-defined]
+        return minilm
+    if name == "e5":
+        from retrieval.e5 import E5Embedder
+
+        return E5Embedder()
     if name == "openai":
         if llm is None or not llm.configured:
             raise ValueError("retrieval.embedder is 'openai' but no llm.base_url or llm.api_key is configured")
@@ -105,4 +123,4 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
         client = openai.OpenAI(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else "not-needed",
                                timeout=llm.request_timeout_s, max_retries=llm.max_retries)
         return OpenAIEmbedder(client, embedding_model, embedding_dim)
-    raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, hashing, openai or none)")
+    raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, e5, hashing, openai or none)")

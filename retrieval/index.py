@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from retrieval.bm25 import BM25Index
-from retrieval.embed import Embedder, make_embedder
+from retrieval.embed import Embedder, embedder_languages, make_embedder
+from retrieval.language import UNDETERMINED, describe_language, detect_language, dominant, uncovered
 from retrieval.vector_cache import VectorCache
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, lexical_rerank, weighted_rrf
@@ -41,6 +43,7 @@ class IndexedChunk:
     text: str
     source: str
     fields: dict[str, Any] = field(compare=False, hash=False)
+    language: str = UNDETERMINED  # see retrieval.language; an undetermined chunk takes the corpus's main language
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,18 @@ class Hit:
     dense_rank: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    """A search's hits, the weights it applied, and warnings for the caller (e.g. an embedder that does not
+    read the query's or the matching chunks' language)."""
+
+    hits: list[Hit]
+    sparse_weight: float
+    dense_weight: float
+    query_language: str
+    warnings: list[str]
+
+
 class RankingEngine(Protocol):
     name: str
 
@@ -63,11 +78,11 @@ class RankingEngine(Protocol):
 class SparseEngine:
     name = "bm25"
 
-    def __init__(self, tokenizer: Tokenizer, bm25: BM25Index) -> None:
-        self.tokenizer, self.bm25 = tokenizer, bm25
+    def __init__(self, tokenizer: Tokenizer, bm25: BM25Index, language: Callable[[str], str] | None = None) -> None:
+        self.tokenizer, self.bm25, self.language = tokenizer, bm25, language  # language: the query's, resolved
 
     def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
-        return self.bm25.top(self.tokenizer(text), k, mask)
+        return self.bm25.top(self.tokenizer(text, self.language(text) if self.language else None), k, mask)
 
 
 class DenseEngine:
@@ -77,7 +92,9 @@ class DenseEngine:
         self.embedder, self.vectors = embedder, vectors
 
     def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
-        return self.vectors.top(self.embedder.embed([text])[0], k, mask)
+        # Models trained with query/passage prefixes (E5) embed queries with their own method.
+        embed = getattr(self.embedder, "embed_queries", self.embedder.embed)
+        return self.vectors.top(embed([text])[0], k, mask)
 
 
 def _fields(c: Chunk) -> dict[str, Any]:
@@ -88,7 +105,7 @@ class ChunkIndex:
     def __init__(self, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
                  vector_cache: VectorCache | None = None, llm: Any = None) -> None:
         self.settings = settings
-        self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming))
+        self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming, settings.polish_lemmas))
         self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
         self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
                                        settings.embedding_dim) if embedder == "settings" else embedder)  # type: ignore[assignment]
@@ -96,10 +113,11 @@ class ChunkIndex:
         self.vectors = VectorIndex(self.embedder.dim, settings.hnsw_threshold) if self.embedder else None
         self.rows: list[IndexedChunk] = []
         self.by_id: dict[str, int] = {}
-        self.sparse: RankingEngine = SparseEngine(self.tokenizer, self.bm25)
+        self.sparse: RankingEngine = SparseEngine(self.tokenizer, self.bm25, self.query_language)
         self.dense: RankingEngine | None = DenseEngine(self.embedder, self.vectors) if self.embedder and self.vectors else None
         self._pool: ThreadPoolExecutor | None = None
         self._columns: ColumnIndex | None = None
+        self._languages: tuple[tuple[int, int], Counter[str]] | None = None  # ((rows, live rows), counts)
 
     @property
     def dense_name(self) -> str:
@@ -112,13 +130,51 @@ class ChunkIndex:
             return self.settings.dense_weight
         return 1.0 if self.embedder is not None and getattr(self.embedder, "semantic", False) else 0.0
 
+    @property
+    def embedder_languages(self) -> frozenset[str] | None:
+        """The languages the embedder reads (``None``: no limit claimed, or no embedder)."""
+        return embedder_languages(self.embedder) if self.embedder is not None else None
+
+    def language_counts(self) -> Counter[str]:
+        """How many live chunks are in each language (cached until rows are added or deleted)."""
+        key = (len(self.rows), int(self.bm25.alive.sum()) if len(self.rows) else 0)
+        if self._languages is None or self._languages[0] != key:
+            alive = self.bm25.alive
+            self._languages = (key, Counter(r.language for i, r in enumerate(self.rows) if i < len(alive) and alive[i]))
+        return self._languages[1]
+
+    @property
+    def main_language(self) -> str:
+        """The corpus's most common determined language (``und`` for an empty or undetermined corpus)."""
+        return dominant(self.language_counts()) if self.rows else UNDETERMINED
+
+    def query_language(self, text: str) -> str:
+        """The query's language; a short query with no signal takes the corpus's main language."""
+        lang = detect_language(text)
+        return self.main_language if lang == UNDETERMINED else lang
+
+    def describe_languages(self) -> str:
+        """The corpus's languages and whether the embedder reads them, in words (``strata index``/``status``)."""
+        counts = self.language_counts()
+        if not counts:
+            return "languages: none (empty index)"
+        text = "languages: " + ", ".join(f"{lang} {n}" for lang, n in counts.most_common())
+        if self.embedder is None or self.default_dense_weight == 0:
+            return text
+        gaps = uncovered(counts, self.embedder_languages)
+        if not gaps:
+            return text + f" (all read by {self.embedder.name})"
+        names = ", ".join(describe_language(g) for g in gaps)
+        return text + f"; {self.embedder.name} does not read {names}: BM25 alone ranks those by default"
+
     def describe(self) -> str:
-        """Which engines a default search uses, in words (printed by the CLI)."""
+        """Which engines a default search uses, in words (printed by the CLI), with the corpus's languages."""
+        langs = f"; {self.describe_languages()}" if self.rows else ""
         if self.embedder is None:
-            return "BM25 alone (no embedder configured)"
+            return "BM25 alone (no embedder configured)" + langs
         if self.default_dense_weight == 0:
-            return f"BM25 alone ({self.embedder.name} is not a semantic embedder; its fusion would lower quality)"
-        return f"BM25 + {self.embedder.name}, {self.settings.fusion} fusion"
+            return f"BM25 alone ({self.embedder.name} is not a semantic embedder; its fusion would lower quality)" + langs
+        return f"BM25 + {self.embedder.name}, {self.settings.fusion} fusion" + langs
 
     def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
         assert self.embedder is not None
@@ -142,13 +198,18 @@ class ChunkIndex:
         self._columns = None
         replaced = [self.by_id[c.id] for c in chunks if c.id in self.by_id]
         self.bm25.delete(replaced)
+        counts = self.language_counts().copy()
         for start in range(0, len(chunks), batch):
             part = chunks[start:start + batch]
-            rows = self.bm25.add(self.tokenizer(c.text) for c in part)
+            langs = [detect_language(c.text) for c in part]
+            counts.update(langs)
+            main = dominant(counts)
+            langs = [main if lang == UNDETERMINED else lang for lang in langs]  # a table or a list of names
+            rows = self.bm25.add(self.tokenizer(c.text, lang) for c, lang in zip(part, langs))
             if self.vectors is not None and self.embedder is not None:
                 self.vectors.add(self._embed(part))
-            for row, c in zip(rows, part):
-                self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, _fields(c)))
+            for row, c, lang in zip(rows, part, langs):
+                self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, _fields(c), lang))
                 self.by_id[c.id] = row
             if on_progress:
                 on_progress(len(part))
@@ -166,12 +227,54 @@ class ChunkIndex:
         self.bm25.commit()
         return len(rows)
 
+    def sync(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+        """Make the rows exactly ``chunks`` (the store's), in chunk-id order: rows whose chunk is gone or differs
+        (text, source, metadata) are deleted, missing chunks are added (vectors from the cache when it has
+        them). Whatever runs came before, the result is the same rows in the same order. Returns (added,
+        removed)."""
+        want = {c.id: c for c in chunks}
+        have = {self.rows[i].chunk_id: int(i) for i in np.flatnonzero(self.bm25.alive)}
+        stale = []
+        for cid, i in have.items():
+            c, r = want.get(cid), self.rows[i]
+            if c is None or (c.text, c.source, _fields(c)) != (r.text, r.source, r.fields):
+                stale.append(i)
+        for i in stale:
+            self.by_id.pop(self.rows[i].chunk_id, None)
+        self.bm25.delete(stale)
+        kept = set(have).difference(self.rows[i].chunk_id for i in stale)
+        missing = sorted((c for cid, c in want.items() if cid not in kept), key=lambda c: c.id)
+        if missing:
+            self.add(missing, on_progress)
+        elif stale:
+            self.bm25.commit()
+        self._canonical_order()
+        return len(missing), len(stale)
+
+    def _canonical_order(self) -> None:
+        """Renumber live rows in chunk-id order, so ties broken by row fall the same way in every generation."""
+        live = np.flatnonzero(self.bm25.alive)
+        ids = np.array([self.rows[i].chunk_id for i in live], dtype=object)
+        order = live[np.argsort(ids, kind="stable")] if live.size else live
+        if order.size != len(self.rows) or not np.array_equal(order, np.arange(len(self.rows))):
+            self._compact(order)
+
     # -- searching ------------------------------------------------------------------------------------------
     def search(self, text: str, top_k: int, dense_weight: float | None = None, sparse_weight: float | None = None,
                rrf_k: float | None = None, metadata_filter: dict[str, Any] | None = None,
                fusion: str | None = None) -> list[Hit]:
+        """Fused search: the hits of :meth:`search_detailed`."""
+        return self.search_detailed(text, top_k, dense_weight, sparse_weight, rrf_k, metadata_filter, fusion).hits
+
+    def search_detailed(self, text: str, top_k: int, dense_weight: float | None = None,
+                        sparse_weight: float | None = None, rrf_k: float | None = None,
+                        metadata_filter: dict[str, Any] | None = None, fusion: str | None = None) -> SearchOutcome:
         """Fused search. Weights given by the caller are used exactly (the memory-query contract); without
-        them the defaults apply, adapted to the query when ``retrieval.fusion`` is ``adaptive``."""
+        them the defaults apply, adapted to the query when ``retrieval.fusion`` is ``adaptive``.
+
+        Language: when the query, or most of BM25's top chunks, are in a language the embedder does not read,
+        the default gives the dense ranking no weight; given weights are still used exactly. Either way the
+        outcome's ``warnings`` name the language."""
         s = self.settings
         fusion = fusion or s.fusion
         explicit = dense_weight is not None or sparse_weight is not None
@@ -186,8 +289,15 @@ class ChunkIndex:
         else:
             mask = self.bm25.alive
         depth = top_k * s.candidate_multiplier
+        q_lang = self.query_language(text)
+        covered = self.embedder_languages
+        warnings: list[str] = []
         use_dense = self.dense is not None and dense_weight > 0
         use_sparse = sparse_weight > 0
+        gaps = uncovered([q_lang], covered) if use_dense else []
+        if gaps and not explicit:
+            use_dense, dense_weight = False, 0.0  # no need to run an engine that cannot read the query
+            warnings.append(self._language_warning(gaps[0], "query", explicit))
         if use_dense and use_sparse:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-search")
@@ -198,6 +308,16 @@ class ChunkIndex:
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
             dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]
+        if gaps and explicit:
+            warnings.append(self._language_warning(gaps[0], "query", explicit))
+        elif use_dense and covered is not None:
+            # The matching chunks: BM25's top ten (the dense list's when BM25 matched nothing).
+            top = [self.rows[row].language for row, _ in (sparse or dense)[:10]]
+            chunk_gaps = uncovered([dominant(top)], covered)
+            if chunk_gaps:
+                warnings.append(self._language_warning(chunk_gaps[0], "matching chunks", explicit))
+                if not explicit:
+                    dense, dense_weight = [], 0.0
         alpha = s.convex_alpha
         if not explicit and fusion == "adaptive" and sparse and dense:
             # Adaptive: weights adapted to the query, applied as the share of a convex combination.
@@ -217,7 +337,14 @@ class ChunkIndex:
         for row in order[:top_k]:
             r = self.rows[row]
             hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row), d_rank.get(row)))
-        return hits
+        return SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings)
+
+    def _language_warning(self, language: str, where: str, explicit: bool) -> str:
+        name = self.embedder.name if self.embedder is not None else "the embedder"
+        if explicit:
+            return (f"{name} does not read {describe_language(language)} (the {where}); the given dense_weight was "
+                    "applied as asked, but its ranking is unreliable here")
+        return f"dense ranking given no weight: {name} does not read {describe_language(language)} (the {where})"
 
     def close(self) -> None:
         if self._pool is not None:
@@ -228,7 +355,8 @@ class ChunkIndex:
     def _signature(self) -> dict[str, Any]:
         s = self.settings
         return {"format": FORMAT_VERSION, "k1": s.bm25_k1, "b": s.bm25_b, "epsilon": s.bm25_epsilon,
-                "stopwords": s.stopwords, "stemming": s.stemming, "embedder": self.dense_name}
+                "stopwords": s.stopwords, "stemming": s.stemming, "polish_lemmas": s.polish_lemmas,
+                "embedder": self.dense_name}
 
     def save(self, folder: Path) -> None:
         """Write the index to ``folder`` atomically (a temporary folder renamed over the old one)."""
@@ -241,11 +369,15 @@ class ChunkIndex:
         with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as fh:
             for r in self.rows:
                 fh.write(json.dumps({"chunk_id": r.chunk_id, "document_id": r.document_id, "text": r.text,
-                                     "source": r.source, "fields": r.fields}, ensure_ascii=False) + "\n")
+                                     "source": r.source, "fields": r.fields, "language": r.language},
+                                    ensure_ascii=False) + "\n")
         self.bm25.save(tmp)
         if self.vectors is not None:
             self.vectors.save(tmp)
-        (tmp / "index.json").write_text(json.dumps({**self._signature(), "rows": len(self.rows)}))
+        covered = self.embedder_languages
+        (tmp / "index.json").write_text(json.dumps({
+            **self._signature(), "rows": len(self.rows), "languages": dict(self.language_counts().most_common()),
+            "embedder_languages": sorted(covered) if covered is not None else None}))
         old = folder.with_name(folder.name + ".old")
         if folder.exists():
             os.replace(folder, old)
@@ -258,7 +390,7 @@ class ChunkIndex:
     def _compact(self, live: np.ndarray) -> None:
         """Rebuild without dead rows (keeps stored term frequencies; re-embeds nothing)."""
         self.bm25 = self.bm25.compact(live)
-        self.sparse = SparseEngine(self.tokenizer, self.bm25)
+        self.sparse = SparseEngine(self.tokenizer, self.bm25, self.query_language)
         if self.vectors is not None:
             self.vectors.matrix = self.vectors.matrix[live]
             self.vectors._hnsw, self.vectors._hnsw_rows = None, 0  # row numbers changed: rebuild the graph
@@ -282,13 +414,14 @@ class ChunkIndex:
             raise IndexMismatchError(
                 f"{folder}: the index was built with different settings {diff} (stored, current); reindex with --full")
         idx.bm25 = BM25Index.load(folder)
-        idx.sparse = SparseEngine(idx.tokenizer, idx.bm25)
+        idx.sparse = SparseEngine(idx.tokenizer, idx.bm25, idx.query_language)
         if idx.vectors is not None and idx.embedder is not None:
             idx.vectors = VectorIndex.load(folder, idx.embedder.dim, settings.hnsw_threshold)
             idx.dense = DenseEngine(idx.embedder, idx.vectors)
         with open(folder / "chunks.jsonl", encoding="utf-8") as fh:
             for i, line in enumerate(fh):
                 d = json.loads(line)
-                idx.rows.append(IndexedChunk(d["chunk_id"], d["document_id"], d["text"], d["source"], d["fields"]))
+                idx.rows.append(IndexedChunk(d["chunk_id"], d["document_id"], d["text"], d["source"], d["fields"],
+                                             d.get("language") or detect_language(d["text"])))
                 idx.by_id[d["chunk_id"]] = i
         return idx

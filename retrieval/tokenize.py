@@ -5,6 +5,11 @@
 - CJK text becomes overlapping character bigrams (a lone character stays a unigram).
 - English stop words and Snowball stemming (PyStemmer) are options; compounds are never stemmed or dropped,
   so an exact identifier always matches itself.
+- Polish text (see :mod:`retrieval.language`) gets lemmas instead (simplemma's Polish dictionary: ``tabeli``,
+  ``tabelę`` -> ``tabela``; words it does not know, such as English terms, get the English stem) and Polish
+  function words as stop words: Snowball has no Polish stemmer, and an
+  inflected language loses most matches without one. The caller passes the text's language (the index
+  resolves undetermined queries to its corpus's main language), so a chunk and a query meet on the same terms.
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
+
+from retrieval.language import POLISH_FUNCTION_WORDS, detect_language
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[\w.\-]*[^\W_{_CJK}])?|_[\w]+", re.UNICODE)
@@ -32,6 +40,7 @@ where which while who whom why will with would you your yours yourself yourselve
 class TokenizerConfig:
     stopwords: bool = True
     stemming: bool = True
+    polish_lemmas: bool = True  # with stemming: lemmas for Polish text instead of English stems
 
 
 @lru_cache(maxsize=4)
@@ -41,6 +50,14 @@ def _stemmer():  # type: ignore[no-untyped-def]
     return Stemmer.Stemmer("english")
 
 
+def _polish_lemma(word: str) -> str | None:
+    """The word's lemma, or None for a word the Polish dictionary does not know (an English term in Polish
+    text, an identifier), which then gets the English stem, as it would in an English text."""
+    import simplemma
+
+    return simplemma.lemmatize(word, lang="pl").casefold() if simplemma.is_known(word, lang="pl") else None
+
+
 class Tokenizer:
     """Turns text into BM25 terms; the same instance must index and query."""
 
@@ -48,6 +65,8 @@ class Tokenizer:
         self.config = config
         self._stem = _stemmer().stemWord if config.stemming else None
         self._cache: dict[str, str] = {}
+        self._lemma = _polish_lemma if config.stemming and config.polish_lemmas else None
+        self._pl_cache: dict[str, str] = {}
 
     def _word(self, word: str) -> str | None:
         if self.config.stopwords and word in STOPWORDS:
@@ -61,8 +80,25 @@ class Tokenizer:
                 self._cache[word] = stem
         return stem
 
-    def __call__(self, text: str) -> list[str]:
+    def _polish_word(self, word: str) -> str | None:
+        if self.config.stopwords and (word in POLISH_FUNCTION_WORDS or word in STOPWORDS):
+            return None
+        if self._lemma is None or not word.isalpha():
+            return word
+        lemma = self._pl_cache.get(word)
+        if lemma is None:
+            lemma = self._lemma(word) or self._word(word) or word
+            if len(self._pl_cache) < 200_000:
+                self._pl_cache[word] = lemma
+        return lemma
+
+    def __call__(self, text: str, language: str | None = None) -> list[str]:
+        """BM25 terms of ``text``; ``language`` (from :func:`retrieval.language.detect_language`, detected here
+        when not given) selects Polish lemmas or English stems."""
         out: list[str] = []
+        if language is None and self._lemma is not None:
+            language = detect_language(text)
+        word: Callable[[str], str | None] = self._polish_word if language == "pl" and self._lemma else self._word
         text = unicodedata.normalize("NFKC", text).casefold()
         for m in _TOKEN.finditer(text):
             tok = m.group(0)
@@ -79,11 +115,11 @@ class Tokenizer:
             if len(parts) > 1:
                 out.append(tok)
                 for p in parts:
-                    w = self._word(p)
+                    w = word(p)
                     if w:
                         out.append(w)
             else:
-                w = self._word(tok)
+                w = word(tok)
                 if w:
                     out.append(w)
         return out
