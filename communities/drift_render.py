@@ -9,7 +9,7 @@ from typing import Sequence
 
 from communities.drift import DriftReport
 
-_COLORS = {"stale": "#c0392b", "drifting": "#e67e22", "fresh": "#27ae60"}
+_COLORS = {"stale": "#c0392b", "drifting": "#e67e22", "fresh": "#27ae60", "fallback": "#8e44ad"}
 
 
 def to_markdown(report: DriftReport) -> str:

@@ -81,6 +81,8 @@ class StoreSettings(BaseModel):
     write_threads: int = Field(
         2, ge=1, le=16, description="concurrent Neo4j relation writers; their batches never share an entity")
     connection_timeout_s: float = Field(10.0, gt=0)
+    retry_time_s: float = Field(
+        15.0, ge=0, description="how long the driver retries a transaction after transient errors before failing")
 
 
 class CommunitySettings(BaseModel):
@@ -136,6 +138,11 @@ class RetrievalSettings(BaseModel):
     answer_sentences: int = Field(4, ge=1, le=20)
     global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
     global_reports: int = Field(8, ge=1, le=200)
+    route_confidence_threshold: float = Field(
+        0.74, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
+                                      "community reports) and an LLM, when configured, is asked to classify; the "
+                                      "default keeps the both-sides share at or below 8% of the router's "
+                                      "development split (python -m retrieval.router_train)")
 
 
 class ServerSettings(BaseModel):
@@ -202,6 +209,8 @@ class StrataSettings(BaseSettings):
     communities: CommunitySettings = Field(default_factory=CommunitySettings)
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    compute: ComputeSettings = Field(default_factory=ComputeSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
 
     @property
     def llm_mode(self) -> Literal["offline", "llm"]:
@@ -214,10 +223,11 @@ class StrataSettings(BaseSettings):
             return "llm"
         return "llm" if self.llm.configured else "offline"
 
+
 ENV_PREFIX = "STRATA_"
 ENV_DELIMITER = "__"
 # STRATA_* variables read by the test suite and benchmarks rather than by the settings.
-OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_SHARED_DATA"})
+OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_REQUIRE_BROWSER", "STRATA_FORBID_SKIPS", "STRATA_SHARED_DATA"})
 
 
 def env_name(loc: tuple[str | int, ...] | list[str | int]) -> str:

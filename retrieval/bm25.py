@@ -288,13 +288,18 @@ class BM25Index:
         return total
 
     def compact(self, live: np.ndarray) -> "BM25Index":
-        """A new index holding only the rows in ``live`` (renumbered in order), from stored frequencies."""
+        """A new index holding only the rows in ``live``, renumbered in the order given, from stored frequencies."""
         term, row, tf = self._postings()
         remap = np.full(self.n_rows, -1, np.int64)
         remap[live] = np.arange(live.size)
         fresh = BM25Index(self.k1, self.b, self.epsilon)
         fresh.vocab, fresh.n_terms = self.vocab, self.n_terms
-        fresh._pending = [(term, remap[row].astype(np.int32), tf)]
+        row = remap[row]
+        if live.size > 1 and not bool(np.all(live[1:] > live[:-1])):
+            # A reordering: postings must stay sorted by row within each term (binary searches rely on it).
+            order = np.lexsort((row, term))
+            term, row, tf = term[order], row[order], tf[order]
+        fresh._pending = [(term, row.astype(np.int32), tf)]
         fresh.doc_len = self.doc_len[live]
         fresh.alive = np.ones(live.size, bool)
         fresh.commit()

@@ -246,7 +246,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
         return EXIT_OK
     out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
-    out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]retrieval:[/bold] {engine.index.describe()}")
+    out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]retrieval:[/bold] {engine.index.describe()}; "
+              f"[bold]index generation:[/bold] {answer.index_generation}")
     out.print()
     out.print(answer.text, markup=False, highlight=False)
     out.print()
@@ -314,8 +315,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         counts = store.counts()
     finally:
         store.close()
+    from strata.workspace import Workspace
+
     runs = list(iter_runs(settings))
+    ws = Workspace(Path(settings.data_dir))
+    current = ws.current()
+    manifest = current.manifest() if current is not None and current.manifest_path.exists() else {}
     info = {"data_dir": str(settings.data_dir), "store": settings.store.backend, "mode": settings.llm_mode,
+            "index_generation": current.number if current else None,
+            "generation_created_at": manifest.get("created_at"), "generations_kept": ws.numbers(),
+            "interrupted_run": ws.pending_path.exists(), "retrieval": manifest.get("retrieval"),
             "counts": counts, "last_run": runs[-1] if runs else None}
     if args.json:
         print(json.dumps(info, indent=2))
@@ -325,6 +334,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     table.add_column("value")
     for key in ("store", "mode"):
         table.add_row(key, str(info[key]))
+    table.add_row("index generation", f"{info['index_generation']} (published {info['generation_created_at']})"
+                  if info["index_generation"] else "none published yet: run `strata index FOLDER`")
+    if info["retrieval"]:
+        table.add_row("retrieval", str(info["retrieval"]))  # engines, corpus languages, what the embedder reads
+    if info["interrupted_run"]:
+        table.add_row("interrupted run", "the last index run did not finish; the next `strata index` completes it")
     for key, value in counts.items():
         table.add_row(key, str(value))
     last = info["last_run"]

@@ -49,3 +49,14 @@ def neo4j_store_settings() -> StoreSettings:
             pytest.fail(f"Neo4j is required (STRATA_REQUIRE_NEO4J=1) but unavailable: {exc}")
         pytest.skip(f"Neo4j not running (start it with scripts/neo4j start): {exc}")
     return s
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    """With STRATA_FORBID_SKIPS=1 (CI, where Neo4j, the shared data and Chromium are all present) a skipped test
+    is reported as failed: nothing may skip silently there."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("STRATA_FORBID_SKIPS") == "1":
+        report.outcome = "failed"
+        report.longrepr = f"skipped in a run that forbids skips (STRATA_FORBID_SKIPS=1): {report.longrepr}"

@@ -186,3 +186,33 @@ def test_global_answer_map_reduce_with_the_llm(server: FakeLLMServer, tmp_path: 
     n_map = sum("List the points of the report" in p for p in prompts)
     assert 1 <= n_map <= settings.retrieval.global_reports
     assert sum("These points were gathered" in p for p in prompts) == 1
+
+
+def test_report_fallbacks_are_marked_counted_and_retried_by_a_clean_rerun(server: FakeLLMServer, tmp_path: Path) -> None:
+    from communities.drift import compute_drift  # noqa: F401  (drift must show the fallbacks apart)
+    from strata.pipeline import drift_report
+
+    folder = corpus(tmp_path)
+    settings = llm_settings(server, tmp_path)
+    # Every report request answers garbage (first try and the repair round) for the first 6 requests.
+    server.enqueue(Fault(content="this is not JSON", match="Write a report on one community", times=6))
+    first = index_folder(folder, settings)
+    assert first.report_fallbacks == 3
+    assert sum(1 for f in first.failures if f["stage"] == "report") == 3
+    store = open_store(settings)
+    try:
+        fallback = [r for r in store.reports() if r.mode == "fallback"]
+    finally:
+        store.close()
+    assert len(fallback) == 3 and all("failed" in r.model for r in fallback)
+    drift = drift_report(settings)
+    assert drift.totals["fallback"] == 3
+    second = index_folder(folder, settings)  # no faults now
+    assert second.report_fallbacks == 0 and second.reports_written == 3 and second.published
+    assert not [f for f in second.failures if f["stage"] == "report"]
+    store = open_store(settings)
+    try:
+        assert all(r.mode == "llm" for r in store.reports())
+    finally:
+        store.close()
+    assert drift_report(settings).totals["fallback"] == 0
