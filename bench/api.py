@@ -1,0 +1,192 @@
+"""The HTTP API under load, beside the same queries run in-process.
+
+    python -m bench.api [--seconds 10] [--clients 1 50 200] [--workspace DIR]
+
+Indexes SciFact (offline extraction; the query embedder is whatever ``STRATA_RETRIEVAL__EMBEDDER`` says, the
+hashing one unless set) into a workspace kept between runs, starts ``strata serve`` on a free port, and drives it
+from a separate process with 1, 50 and 200 keep-alive clients for a fixed time each, over a mix of plain,
+weighted and filtered memory queries built from the SciFact test questions. The same requests then run in this
+process through ``Engine.query`` (no HTTP) for the same time. Prints req/s, p50/p95/p99 per client count beside
+the in-process rate, and ends with one JSON line: ``rps_50``, ``p50_ms_50``, ``p99_ms_50``, ``inprocess_qps``,
+``http_overhead_ratio`` (``rps_50 / inprocess_qps``: the share of in-process throughput the server keeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    clients: int
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: tuple[float, ...]
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds
+
+    def pct(self, q: float) -> float:
+        xs = sorted(self.latencies_ms)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def requests_mix(limit: int = 300) -> list[dict]:
+    """Plain, weighted and filtered memory queries, one third each, from the SciFact test questions."""
+    out = []
+    with open(DATA / "queries_test.jsonl", encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if i >= limit:
+                break
+            text = json.loads(line)["text"]
+            body: dict = {"query_id": f"q{i}", "search_text": text, "top_k": 10}
+            if i % 3 == 1:
+                body["hybrid_params"] = {"dense_weight": 0.5, "sparse_weight": 1.0, "rrf_k_constant": 60}
+            elif i % 3 == 2:
+                body["metadata_filter"] = {"line": {"lte": 2600}}
+            out.append(body)
+    return out
+
+
+def ensure_index(workspace: Path) -> Path:
+    data = workspace / "data"
+    if not (data / "CURRENT").exists():
+        from core.settings import StrataSettings
+        from strata.pipeline import index_folder
+
+        corpus = workspace / "corpus"
+        corpus.mkdir(parents=True, exist_ok=True)
+        link = corpus / "scifact.jsonl"
+        if not link.exists():
+            link.symlink_to(DATA / "corpus.jsonl")
+        start = time.perf_counter()
+        index_folder(corpus, StrataSettings(data_dir=data, extraction={"mode": "offline"}))
+        print(f"indexed SciFact in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return data
+
+
+async def _client(host: str, port: int, bodies: list[bytes], stop_at: float, lat: list[float], errs: list[int],
+                  offset: int) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    i = offset
+    try:
+        while time.perf_counter() < stop_at:
+            body = bodies[i % len(bodies)]
+            i += 1
+            t0 = time.perf_counter()
+            writer.write(b"POST /v1/memory/query HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for h in head.split(b"\r\n"):
+                if h.lower().startswith(b"content-length:"):
+                    length = int(h.split(b":")[1])
+            await reader.readexactly(length)
+            lat.append((time.perf_counter() - t0) * 1000)
+            if not head.startswith(b"HTTP/1.1 200"):
+                errs.append(1)
+    finally:
+        writer.close()
+
+
+def drive(host: str, port: int, clients: int, seconds: float, bodies: list[bytes]) -> LoadResult:
+    """The load generator (run in its own process): ``clients`` keep-alive connections for ``seconds``."""
+    lat: list[float] = []
+    errs: list[int] = []
+
+    async def run() -> None:
+        stop_at = time.perf_counter() + seconds
+        await asyncio.gather(*(_client(host, port, bodies, stop_at, lat, errs, k * 7) for k in range(clients)))
+
+    start = time.perf_counter()
+    asyncio.run(run())
+    return LoadResult(clients, len(lat), len(errs), time.perf_counter() - start, tuple(lat))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--clients", type=int, nargs="+", default=[1, 50, 200])
+    ap.add_argument("--workspace", type=Path, default=Path("/tmp/strata-bench-api"))
+    ap.add_argument("--drive", nargs=3, metavar=("PORT", "CLIENTS", "SECONDS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.environ.setdefault("STRATA_RETRIEVAL__EMBEDDER", "hashing")
+    bodies = [json.dumps(b).encode() for b in requests_mix()]
+    if args.drive:  # the load-generator process
+        r = drive("127.0.0.1", int(args.drive[0]), int(args.drive[1]), float(args.drive[2]), bodies)
+        print(json.dumps({"clients": r.clients, "requests": r.requests, "errors": r.errors, "seconds": r.seconds,
+                          "latencies_ms": r.latencies_ms}))
+        return
+
+    data = ensure_index(args.workspace)
+    port = _free_port()
+    env = {**os.environ, "STRATA_SERVER__MAX_CONCURRENT_REQUESTS": "256"}
+    server = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(300):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        results = []
+        for n in [1] + args.clients:  # the first pass warms the server up and is not reported
+            out = subprocess.run([sys.executable, "-m", "bench.api", "--drive", str(port), str(n),
+                                  str(2.0 if len(results) == 0 and n == 1 else args.seconds)],
+                                 capture_output=True, text=True, check=True, env=env).stdout
+            d = json.loads(out)
+            results.append(LoadResult(d["clients"], d["requests"], d["errors"], d["seconds"], tuple(d["latencies_ms"])))
+        results = results[1:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    from core.settings import StrataSettings
+    from retrieval.contract import MemoryQueryRequest
+    from strata.engine import Engine
+
+    engine = Engine(StrataSettings(data_dir=data))
+    reqs = [MemoryQueryRequest.model_validate_json(b) for b in bodies]
+    for r in reqs[:20]:
+        engine.query(r)
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < args.seconds:
+        engine.query(reqs[done % len(reqs)])
+        done += 1
+    inprocess_qps = done / (time.perf_counter() - start)
+    retrieval = engine.index.describe()
+    engine.close()
+
+    print(f"SciFact ({retrieval}), {args.seconds:g} s per step")
+    print(f"{'clients':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
+    for r in results:
+        print(f"{r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} {r.errors:>7}")
+    print(f"{'in-proc':>8} {inprocess_qps:>8.1f}   (Engine.query in one thread, no HTTP)")
+    at50 = next((r for r in results if r.clients == 50), results[-1])
+    print(json.dumps({"rps_50": round(at50.rps, 1), "p50_ms_50": round(at50.pct(0.5), 1),
+                      "p99_ms_50": round(at50.pct(0.99), 1), "inprocess_qps": round(inprocess_qps, 1),
+                      "http_overhead_ratio": round(at50.rps / inprocess_qps, 3)}))
+
+
+if __name__ == "__main__":
+    main()
