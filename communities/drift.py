@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -49,6 +49,7 @@ class DriftEntry:
     mode: str
     model: str
     created_at: str
+    successors: tuple[str, ...] = ()  # of a community that is gone: the communities of its level holding its members
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +57,14 @@ class DriftReport:
     generated_at: str
     entries: tuple[DriftEntry, ...]
     totals: dict[str, int]
-    refresh_estimate: dict[str, float]
+    refresh_estimate: dict[str, float]  # refreshing the stale (and fallback) reports: --threshold drift_stale
     weights: dict[str, float]
+    thresholds: dict[str, float] = field(default_factory=dict)  # "drifting" and "stale" scores
+    refresh_drifting_estimate: dict[str, float] = field(default_factory=dict)  # the drifting ones too: the default
 
     def to_dict(self) -> dict[str, object]:
-        return {"generated_at": self.generated_at, "totals": self.totals, "refresh_estimate": self.refresh_estimate,
+        return {"generated_at": self.generated_at, "totals": self.totals, "thresholds": self.thresholds,
+                "refresh_estimate": self.refresh_estimate, "refresh_drifting_estimate": self.refresh_drifting_estimate,
                 "weights": self.weights, "entries": [asdict(e) for e in self.entries]}
 
 
@@ -110,6 +114,8 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
     for c in communities:
         for e in c.entity_ids:
             owner_by_level.setdefault(c.level, {})[e] = c.id
+    entity_ids = {e.id for e in snapshot.entities}
+    relation_ids = {x.id for x in snapshot.relations}
     manifests = {r.community_id: json.loads(r.inputs) if r.inputs else {} for r in reports}
     reports_of: dict[str, list[str]] = {}  # entity -> the reports that were written with it as a member
     for rid, manifest in manifests.items():
@@ -124,8 +130,15 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
             owners = Counter(owner_by_level.get(r.level, {}).get(e) for e in old_e)
             owners.pop(None, None)
             existence = "split" if len([o for o, n in owners.items() if n >= 2]) >= 2 else "dissolved"
+            # Only what is really gone counts as removed or deleted: a community can dissolve while every one of
+            # its members, relations and source chunks is still there (re-clustered into other communities).
+            gone_e = sum(1 for e in old_e if e not in entity_ids)
+            gone_r = sum(1 for x in old_r if x not in relation_ids)
+            deleted = sum(1 for c in old_c if c not in chunk_hashes)
+            changed = sum(1 for c in old_c if c in chunk_hashes and chunk_hashes[c] != old_c[c])
             entries.append(DriftEntry(r.community_id, r.level, r.title, 1.0, "stale", existence, _age_days(r.created_at, now),
-                                      0, len(old_e), 0, 0, len(old_r), 0, len(old_c), r.mode, r.model, r.created_at))
+                                      0, gone_e, 0, 0, gone_r, changed, deleted, r.mode, r.model, r.created_at,
+                                      tuple(o for o, _ in owners.most_common())))
             continue
         now_inputs = inputs_manifest(index.context(comm))
         if not old:  # written before manifests existed: only the stale flag can speak
@@ -144,14 +157,17 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
     entries.sort(key=lambda e: (-e.score, e.level, e.community_id))
     totals = dict(Counter(e.status for e in entries))
     totals = {k: totals.get(k, 0) for k in ("fresh", "fallback", "drifting", "stale")} | {"reports": len(entries)}
-    estimate = _refresh_cost(entries, reports, settings, llm)
-    return DriftReport(now.replace(microsecond=0).isoformat(), tuple(entries), totals, estimate, dict(WEIGHTS))
+    return DriftReport(now.replace(microsecond=0).isoformat(), tuple(entries), totals,
+                       _refresh_cost(entries, ("stale", "fallback"), settings, llm), dict(WEIGHTS),
+                       {"drifting": settings.drift_drifting, "stale": settings.drift_stale},
+                       _refresh_cost(entries, ("stale", "fallback", "drifting"), settings, llm))
 
 
-def _refresh_cost(entries: Sequence[DriftEntry], reports: Sequence[Report], settings: CommunitySettings,
+def _refresh_cost(entries: Sequence[DriftEntry], statuses: tuple[str, ...], settings: CommunitySettings,
                   llm: LLMSettings | None) -> dict[str, float]:
-    """What re-summarizing the stale reports would cost with the configured model (or offline: nothing)."""
-    stale = [e for e in entries if e.status in ("stale", "fallback") and e.existence != "dissolved"]
+    """What re-summarizing the reports of these statuses would cost with the configured model (offline:
+    nothing). Reports of communities that are gone (dissolved or split) are deleted by a refresh, not rewritten."""
+    stale = [e for e in entries if e.status in statuses and e.existence not in ("dissolved", "split")]
     calls = len(stale)
     tin = calls * settings.report_context_tokens
     tout = calls * 350

@@ -12,11 +12,21 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
+  fill(node, children);
+  return node;
+}
+
+// Append children (nested arrays flattened; null, undefined and false skipped); replaceChildren without the nulls.
+function fill(node, children) {
+  for (const c of [children].flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
-  return node;
+}
+
+function setChildren(node, ...children) {
+  node.replaceChildren();
+  fill(node, children);
 }
 
 // ---- API --------------------------------------------------------------------------------------------------
@@ -107,7 +117,7 @@ function highlighted(text, range) {
 function openDrawer(title, ...content) {
   $("drawer-title").textContent = title;
   const body = $("drawer-body");
-  body.replaceChildren(...content);
+  setChildren(body, ...content);
   $("drawer").hidden = false;
   body.scrollTop = 0;
 }
@@ -144,8 +154,21 @@ async function openDocument(documentId, focusChunk) {
 }
 
 // ---- ask ---------------------------------------------------------------------------------------------------
-function renderAnswerText(text, citations) {
+function joinWrappedLines(text) {
+  // Sentences quoted from the sources keep the sources' line breaks: join those, keep the breaks between points
+  // (a point ends with its citation, a heading with ':' or its report reference; list items start with '- ').
+  const out = [];
+  for (const line of text.split("\n")) {
+    const prev = out.length ? out[out.length - 1] : "";
+    if (prev.trim() && line.trim() && !/[\]):]\s*$/.test(prev) && !/^\s*[-*•]\s/.test(line)) out[out.length - 1] = prev + " " + line.trim();
+    else out.push(line);
+  }
+  return out.join("\n");
+}
+
+function renderAnswerText(raw, citations) {
   // Citations appear in the answer as [chunk-id, chunk-id] and reports as (report c0_...): make both links.
+  const text = joinWrappedLines(raw);
   const known = new Set(citations.map((c) => c.chunk_id));
   const out = [];
   const pattern = /\[([^\[\]]+)\]|\(report ([^()\s]+)\)/g;
@@ -188,15 +211,16 @@ $("ask-form").addEventListener("submit", async (ev) => {
     $("route-local-bar").style.width = (total > 0 ? (100 * r.local_score / total) : 50) + "%";
     $("route-global-bar").style.width = (total > 0 ? (100 * r.global_score / total) : 50) + "%";
     $("route-scores").textContent = "local score " + r.local_score.toFixed(2) + " · global score " + r.global_score.toFixed(2);
-    $("route-reasons").replaceChildren(...r.reasons.map((x) => el("li", {}, x)));
-    $("route-terms").replaceChildren(
+    setChildren($("route-reasons"), ...r.reasons.map((x) => el("li", {}, x)));
+    setChildren($("route-terms"), 
       ...r.entities.map((x) => el("span", { class: "chip entity", title: "known entity" }, x)),
       ...r.identifiers.filter((x) => !r.entities.includes(x)).map((x) => el("span", { class: "chip ident", title: "identifier" }, x)));
     $("answer-mode").textContent = "(" + a.mode + ")";
-    $("answer-text").replaceChildren(...renderAnswerText(a.answer, a.citations));
-    $("answer-citations").replaceChildren(...a.citations.map((c) => el("li", {}, chunkLink(c.chunk_id), el("span", { class: "muted" }, " — " + c.source))));
+    setChildren($("answer-text"), ...renderAnswerText(a.answer, a.citations));
+    setChildren($("answer-citations"), ...a.citations.map((c) => el("li", {}, chunkLink(c.chunk_id), el("span", { class: "muted" }, " — " + c.source))));
     $("answer-reports-wrap").hidden = !a.reports.length;
-    $("answer-reports").replaceChildren(...a.reports.map((id) => el("li", {}, communityLink(id))));
+    if (a.reports.length && !tree) await loadTree().catch(() => null);
+    setChildren($("answer-reports"), ...a.reports.map((id) => el("li", {}, communityLink(id, communityTitle(id)), el("span", { class: "muted small" }, " " + id))));
     $("ask-result").hidden = false;
   } catch (err) {
     showError(box, err);
@@ -228,7 +252,7 @@ $("query-form").addEventListener("submit", async (ev) => {
     $("q-id").value = "console-" + queryCount;
     $("q-total").textContent = res.total_retrieved + " result(s)";
     $("q-echo").textContent = "for query " + res.query_id;
-    $("q-rows").replaceChildren(...res.results.map((r, i) => el("tr", {},
+    setChildren($("q-rows"), ...res.results.map((r, i) => el("tr", {},
       el("td", {}, i + 1), el("td", {}, chunkLink(r.chunk_id)), el("td", { class: "num" }, r.rrf_score.toFixed(6)),
       el("td", {}, r.source), el("td", { class: "snippet" }, r.text.length > 260 ? r.text.slice(0, 260) + "…" : r.text))));
     $("query-result").hidden = false;
@@ -239,6 +263,11 @@ $("query-form").addEventListener("submit", async (ev) => {
 
 // ---- communities -------------------------------------------------------------------------------------------
 let tree = null;
+
+function communityTitle(id) {
+  const c = tree && tree.byId.get(id);
+  return c ? c.title : id;
+}
 
 async function loadTree() {
   const data = await api("GET", "/v1/communities");
@@ -254,22 +283,26 @@ async function loadTree() {
       c.stale ? el("span", { class: "chip stale" }, "stale") : null);
     return el("li", {}, label, kids.length ? el("ul", {}, kids.map(node)) : null);
   };
-  $("comm-tree").replaceChildren(el("ul", {}, roots.map(node)));
+  setChildren($("comm-tree"), el("ul", {}, roots.map(node)));
 }
 
 const TYPE_COLORS = ["#2f6fb3", "#c0392b", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400", "#2c3e50", "#b7950b"];
-function typeColor(type, types) {
-  return TYPE_COLORS[types.indexOf(type) % TYPE_COLORS.length];
+function typeColor(type) {
+  // The same type gets the same colour in every graph: a small stable hash of its name.
+  let h = 0;
+  for (const ch of type) h = (h * 31 + ch.codePointAt(0)) >>> 0;
+  return TYPE_COLORS[h % TYPE_COLORS.length];
 }
 
 function layout(graph, width, height) {
   // Fruchterman-Reingold from a circle: deterministic, and quick for the few dozen nodes drawn here.
   const n = graph.nodes.length;
   const pos = graph.nodes.map((_, i) => ({ x: width / 2 + (width / 3) * Math.cos(2 * Math.PI * i / Math.max(n, 1)), y: height / 2 + (height / 3) * Math.sin(2 * Math.PI * i / Math.max(n, 1)) }));
-  if (n <= 1) { if (n) { pos[0].x = width / 2; pos[0].y = height / 2; } return pos; }
+  if (n <= 1) { if (n) { pos[0].x = width / 3; pos[0].y = height / 2; } return pos; }
   const index = new Map(graph.nodes.map((v, i) => [v.id, i]));
   const edges = graph.edges.map((e) => [index.get(e.source), index.get(e.target)]).filter(([a, b]) => a !== undefined && b !== undefined);
-  const k = Math.sqrt((width * height) / n) * 0.6;
+  const labelWidth = graph.nodes.map((v) => 6.2 * Math.min(v.name.length, 28));  // the label sits right of its node
+  const k = Math.sqrt((width * height) / n) * 0.9;
   let t = width / 8;
   for (let it = 0; it < 250; it++) {
     const d = pos.map(() => ({ x: 0, y: 0 }));
@@ -289,11 +322,11 @@ function layout(graph, width, height) {
     }
     for (let i = 0; i < n; i++) {
       // a weak pull to the centre keeps disconnected members on the canvas
-      d[i].x += (width / 2 - pos[i].x) * 0.05 * k / 10; d[i].y += (height / 2 - pos[i].y) * 0.05 * k / 10;
+      d[i].x += (width / 2 - pos[i].x) * 0.02 * k / 10; d[i].y += (height / 2 - pos[i].y) * 0.02 * k / 10;
       const len = Math.max(0.01, Math.hypot(d[i].x, d[i].y));
       pos[i].x += (d[i].x / len) * Math.min(len, t);
       pos[i].y += (d[i].y / len) * Math.min(len, t);
-      pos[i].x = Math.min(width - 60, Math.max(60, pos[i].x));
+      pos[i].x = Math.min(width - 14 - labelWidth[i], Math.max(14, pos[i].x));
       pos[i].y = Math.min(height - 24, Math.max(24, pos[i].y));
     }
     t *= 0.98;
@@ -327,7 +360,7 @@ function drawGraph(graph, onPick, width = 640, height = 380) {
   }
   graph.nodes.forEach((v, i) => {
     const g = mk("g", { class: "node" + (v.focus ? " focus" : ""), transform: "translate(" + pos[i].x.toFixed(1) + "," + pos[i].y.toFixed(1) + ")", "data-entity": v.id, tabindex: "0" });
-    g.append(mk("circle", { r: v.focus ? 9 : 6.5, fill: typeColor(v.type, types) }));
+    g.append(mk("circle", { r: v.focus ? 9 : 6.5, fill: typeColor(v.type) }));
     g.append(mk("text", { x: 10, y: 4 }, v.name.length > 28 ? v.name.slice(0, 27) + "…" : v.name));
     g.append(mk("title", {}, v.name + " (" + v.type + ")"));
     if (onPick) {
@@ -336,7 +369,7 @@ function drawGraph(graph, onPick, width = 640, height = 380) {
     }
     svg.append(g);
   });
-  const legend = el("div", { class: "legend" }, types.map((t) => el("span", {}, el("i", { style: "background:" + typeColor(t, types) }), t)));
+  const legend = el("div", { class: "legend" }, types.map((t) => el("span", {}, el("i", { style: "background:" + typeColor(t) }), t)));
   return el("div", { class: "graph-wrap" }, svg, legend);
 }
 
@@ -345,15 +378,15 @@ async function showNeighbourhood(entityId) {
   if (!box) return;
   try {
     const n = await api("GET", "/v1/entities/" + encodeURIComponent(entityId) + "/neighbourhood");
-    box.replaceChildren(
+    setChildren(box, 
       el("h3", {}, "Neighbourhood of " + n.entity.name, el("span", { class: "muted small" }, " " + n.entity.type + " · " + n.entity.chunks + " chunk(s)")),
       el("p", {}, n.entity.description),
-      el("p", { class: "small" }, "In communities: ", n.communities.map((id, i) => [i ? ", " : "", communityLink(id, (tree && tree.byId.get(id) ? tree.byId.get(id).title : id))])),
+      el("p", { class: "small" }, "In communities: ", n.communities.map((id, i) => [i ? ", " : "", communityLink(id, communityTitle(id))])),
       drawGraph(n.graph, showNeighbourhood, 640, 320),
       n.graph.truncated ? el("p", { class: "muted small" }, n.graph.truncated + " more neighbours not drawn") : null);
     box.scrollIntoView({ block: "nearest" });
   } catch (err) {
-    box.replaceChildren(el("div", { class: "error" }, err.message));
+    setChildren(box, el("div", { class: "error" }, err.message));
   }
 }
 
@@ -363,7 +396,7 @@ async function showCommunity(id) {
   try {
     const d = await api("GET", "/v1/communities/" + encodeURIComponent(id));
     const c = d.community;
-    const parent = c.parent_id ? communityLink(c.parent_id, tree && tree.byId.get(c.parent_id) ? tree.byId.get(c.parent_id).title : c.parent_id) : "none (top level)";
+    const parent = c.parent_id ? communityLink(c.parent_id, communityTitle(c.parent_id)) : "none (top level)";
     const report = d.report ? el("div", { class: "card" },
       el("div", { class: "label" }, "Report", d.report.stale ? el("span", { class: "chip stale" }, "stale") : null,
         el("span", { class: "muted small" }, " rating " + d.report.rating.toFixed(1) + " · " + d.report.mode + (d.report.model ? " " + d.report.model : "") + " · written " + d.report.created_at)),
@@ -371,10 +404,10 @@ async function showCommunity(id) {
       el("ul", { class: "findings" }, d.report.findings.map((f) => el("li", {}, f.text, " ",
         f.chunk_ids.map((cid, i) => [i ? " " : "", el("span", { class: "small" }, "[", chunkLink(cid, i === 0 ? { start: f.start, end: f.end } : null), "]")])))))
       : el("p", { class: "muted" }, "No report yet for this community.");
-    detail.replaceChildren(
+    setChildren(detail, 
       el("h2", { id: "community-title" }, c.title),
       el("p", { class: "small" }, el("span", { class: "lvl" }, "level " + c.level), " · ", c.id, " · ", c.size, " members · parent: ", parent,
-        c.children.length ? [" · sub-communities: ", c.children.map((k, i) => [i ? ", " : "", communityLink(k, tree && tree.byId.get(k) ? tree.byId.get(k).title : k)])] : null),
+        c.children.length ? [" · sub-communities: ", c.children.map((k, i) => [i ? ", " : "", communityLink(k, communityTitle(k))])] : null),
       report,
       el("div", { class: "label" }, "Members and the relations among them ", el("span", { class: "muted small" }, "(click an entity for its neighbourhood)")),
       drawGraph(d.graph, showNeighbourhood),
@@ -385,7 +418,7 @@ async function showCommunity(id) {
           el("td", {}, el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); showNeighbourhood(m.id); } }, m.name)),
           el("td", {}, m.type), el("td", { class: "num" }, m.chunks), el("td", { class: "small" }, m.description))))));
   } catch (err) {
-    detail.replaceChildren(el("div", { class: "error" }, err.message));
+    setChildren(detail, el("div", { class: "error" }, err.message));
   }
 }
 
