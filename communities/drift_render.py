@@ -70,7 +70,7 @@ def next_steps(report: DriftReport) -> list[str]:
     if gone:
         steps.append(f"{gone} report(s) belong to communities that are gone (dissolved or split): "
                      + ("the same command removes them." if rewrite else f"{stale_cmd} removes them (no LLM call).")
-                     + " The communities that now hold their members have reports of their own.")
+                     + " Communities that now hold their members have reports of their own.")
     if drifting:
         wide = report.refresh_drifting_estimate or est
         steps.append(f"Refresh the drifting ones too: `strata drift --refresh` (threshold {t['drifting']:g}) rewrites "

@@ -31,10 +31,10 @@ CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/b
 
 
 def _chromium() -> str:
-    for path in [os.environ.get("STRATA_CHROMIUM", ""), *CHROMIUM_CANDIDATES, shutil.which("chromium") or ""]:
+    for path in [*CHROMIUM_CANDIDATES, shutil.which("chromium") or ""]:
         if path and Path(path).is_file() and os.access(path, os.X_OK):
             return path
-    message = "no Chromium found (apt-get install -y chromium, or set STRATA_CHROMIUM to its path)"
+    message = "no Chromium found (apt-get install -y chromium)"
     if os.environ.get("STRATA_REQUIRE_BROWSER") == "1":
         pytest.fail(f"a browser is required (STRATA_REQUIRE_BROWSER=1): {message}")
     pytest.skip(message)

@@ -263,6 +263,7 @@ $("query-form").addEventListener("submit", async (ev) => {
 
 // ---- communities -------------------------------------------------------------------------------------------
 let tree = null;
+const STALE_HINT = "a document this report was written from changed or was deleted since: the Drift page says by how much";
 
 function communityTitle(id) {
   const c = tree && tree.byId.get(id);
@@ -280,13 +281,13 @@ async function loadTree() {
     const kids = c.children.map((id) => byId.get(id)).filter(Boolean);
     const label = el("a", { href: "#communities/" + encodeURIComponent(c.id), "data-community": c.id, class: "tree-item" },
       el("span", { class: "lvl" }, "L" + c.level), " ", c.title, " ", el("span", { class: "muted small" }, c.size + " members"),
-      c.stale ? el("span", { class: "chip stale" }, "stale") : null);
+      c.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null);
     return el("li", {}, label, kids.length ? el("ul", {}, kids.map(node)) : null);
   };
   setChildren($("comm-tree"), el("ul", {}, roots.map(node)));
 }
 
-const TYPE_COLORS = ["#2f6fb3", "#c0392b", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#7f8c8d", "#d35400", "#2c3e50", "#b7950b"];
+const TYPE_COLORS = ["#2f6fb3", "#c0392b", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#e84393", "#d35400", "#2c3e50", "#b7950b"];
 function typeColor(type) {
   // The same type gets the same colour in every graph: a small stable hash of its name.
   let h = 0;
@@ -301,7 +302,7 @@ function layout(graph, width, height) {
   if (n <= 1) { if (n) { pos[0].x = width / 3; pos[0].y = height / 2; } return pos; }
   const index = new Map(graph.nodes.map((v, i) => [v.id, i]));
   const edges = graph.edges.map((e) => [index.get(e.source), index.get(e.target)]).filter(([a, b]) => a !== undefined && b !== undefined);
-  const labelWidth = graph.nodes.map((v) => 6.2 * Math.min(v.name.length, 28));  // the label sits right of its node
+  const labelWidth = graph.nodes.map((v) => 7 * Math.min(v.name.length, 28));  // the label sits right of its node
   const k = Math.sqrt((width * height) / n) * 0.9;
   let t = width / 8;
   for (let it = 0; it < 250; it++) {
@@ -398,7 +399,7 @@ async function showCommunity(id) {
     const c = d.community;
     const parent = c.parent_id ? communityLink(c.parent_id, communityTitle(c.parent_id)) : "none (top level)";
     const report = d.report ? el("div", { class: "card" },
-      el("div", { class: "label" }, "Report", d.report.stale ? el("span", { class: "chip stale" }, "stale") : null,
+      el("div", { class: "label" }, "Report", d.report.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null,
         el("span", { class: "muted small" }, " rating " + d.report.rating.toFixed(1) + " · " + d.report.mode + (d.report.model ? " " + d.report.model : "") + " · written " + d.report.created_at)),
       el("p", { class: "summary" }, d.report.summary),
       el("ul", { class: "findings" }, d.report.findings.map((f) => el("li", {}, f.text, " ",
