@@ -352,6 +352,21 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from strata.export import export_store
+
+    settings = _settings(args)
+    try:
+        paths = export_store(settings, args.format, Path(args.output))
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_BAD_INPUT) from exc
+    except RuntimeError as exc:  # parquet without pyarrow
+        raise CliError(str(exc), EXIT_ERROR) from exc
+    for path in paths:
+        out.print(str(path))
+    return EXIT_OK
+
+
 def _loopback(host: str) -> bool:
     import ipaddress
 
@@ -462,6 +477,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("status", help="counts in the store and the last run")
     s.add_argument("--json", action="store_true", help="print the status as JSON")
     s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("export", help="write entities, relations, communities and reports as graphml, csv or parquet")
+    s.add_argument("--format", required=True, choices=["graphml", "csv", "parquet"],
+                   help="graphml: one file (Gephi, networkx); csv, parquet: a folder of GraphRAG-shaped tables")
+    s.add_argument("--output", required=True, help="the .graphml file, or the folder for csv and parquet")
+    s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("serve", help="serve the HTTP API (POST /v1/memory/query, POST /v1/ask)")
     s.add_argument("--host", default="127.0.0.1", help="bind address; a non-loopback one needs an API key or --insecure")
