@@ -173,8 +173,10 @@ def cmd_drift(args: argparse.Namespace) -> int:
     for e in report.entries[:30]:
         table.add_row(e.community_id, str(e.level), e.status, f"{e.score:.3f}", e.existence, str(e.age_days), e.title[:50])
     out.print(table)
-    est = report.refresh_estimate
-    out.print(f"re-summarizing the stale reports: {int(est['reports'])} calls, ${est['cost_usd']:.4f}")
+    from communities.drift_render import next_steps
+
+    for step in next_steps(report):  # the refresh commands with their cost, or that nothing is to be done
+        out.print(step, markup=False, highlight=False)
     out.print("written: " + ", ".join(str(p) for p in paths.values()), markup=False, highlight=False)
     return EXIT_OK
 
