@@ -187,6 +187,11 @@ class ComputeSettings(BaseModel):
     blas_threads: int = Field(1, ge=1, le=256, description="BLAS threads per product in CPU-bound stages")
     threads: int = Field(
         0, ge=0, le=256, description="batches embedded at once in one process (0: one per available core)")
+    workers: int = Field(
+        0, ge=0, le=1024, description="Dask worker processes for extraction and embedding (0 or 1: this process "
+                                      "alone); a local cluster of this many is started unless dask_address is set")
+    dask_address: str | None = Field(
+        None, description="address of an existing Dask scheduler (tcp://host:8786) to run extraction and embedding on")
 
 
 class IndexSettings(BaseModel):

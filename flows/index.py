@@ -14,13 +14,16 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from core.records import Document
+from core.records import Chunk, Document
 from core.settings import StrataSettings
 from extraction.chunking import chunk_document
 from extraction.loader import load_folder
 from strata.pipeline import record_drift
-from strata.stages import (IndexSession, open_session, stage_communities, stage_extract, stage_index, stage_merge,
-                           stage_plan, stage_publish, stage_remove, stage_reports)
+from extraction.types import ExtractionResult
+from prefect.utilities.annotations import unmapped
+from strata.stages import (IndexSession, batch_chunks, chunks_to_embed, embed_unit, extract_unit, open_session,
+                           plan_batches, save_vectors, stage_communities, stage_extract, stage_extracted, stage_index,
+                           stage_merge, stage_plan, stage_publish, stage_remove, stage_reports)
 
 BATCH_CHUNKS = 256
 
@@ -77,15 +80,38 @@ def publish_task(session: IndexSession, snapshot, communities, chunks: int) -> d
     return stage_publish(session, snapshot, communities).to_dict()
 
 
-def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool = True) -> dict[str, Any]:
-    """The body shared by the index and reindex flows."""
-    settings = StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
+@task(name="extract-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def extract_unit_task(chunks: list[Chunk], settings: StrataSettings) -> ExtractionResult:
+    return extract_unit(chunks, settings)
+
+
+@task(name="embed-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def embed_unit_task(texts: list[str], settings: StrataSettings) -> Any:
+    return embed_unit(texts, settings)
+
+
+def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool = True,
+              distributed: bool = False, settings: StrataSettings | None = None, full: bool = False) -> dict[str, Any]:
+    """The body shared by the index and reindex flows. ``distributed``: extraction and embedding run as tasks
+    mapped over batches on the flow's task runner (Dask workers), and their results are stored here in batch
+    order, so the result is the same as a one-process run's whatever the number of workers."""
+    settings = settings or StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
     loaded = load_folder(folder)
-    session = open_session(folder, settings, loaded)
+    session = open_session(folder, settings, loaded, full=full)
     try:
         changes = stage_plan(session, loaded, prune)
         remove_task(session, list(changes.deleted) + [d.id for d in changes.changed])
-        extracted = [extract_task(session, batch) for batch in batches(session, list(changes.new) + list(changes.changed))]
+        todo = list(changes.new) + list(changes.changed)
+        if distributed:
+            planned = plan_batches(todo, settings)
+            results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings))
+            extracted = [stage_extracted(session, b, r.result()) for b, r in zip(planned, results)]
+            name, units = chunks_to_embed(session)
+            vectors = embed_unit_task.map([[c.text for c in u] for u in units], unmapped(settings))
+            for unit, v in zip(units, vectors):
+                save_vectors(session, name, unit, v.result())  # type: ignore[arg-type]
+        else:
+            extracted = [extract_task(session, batch) for batch in batches(session, todo)]
         # Each task takes its predecessor's result, so the run graph shows the stages in order.
         snapshot = merge_task(session, extracted)
         communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
@@ -108,7 +134,50 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
     return run
 
 
+def dask_runner(settings: StrataSettings) -> Any:
+    """Prefect's Dask task runner for ``compute.dask_address`` (an existing cluster) or ``compute.workers`` > 1 (a
+    local cluster of worker processes, one thread and one BLAS thread each); None for a one-process run."""
+    c = settings.compute
+    if not c.dask_address and c.workers <= 1:
+        return None
+    from prefect_dask import DaskTaskRunner
+
+    if c.dask_address:
+        return DaskTaskRunner(address=c.dask_address)
+    return DaskTaskRunner(cluster_class="distributed.LocalCluster",
+                          cluster_kwargs={"n_workers": c.workers, "threads_per_worker": 1, "processes": True,
+                                          "dashboard_address": None})
+
+
+def with_workers(settings: StrataSettings, workers: int | None) -> StrataSettings:
+    if workers is None:
+        return settings
+    # Each worker process embeds with one thread: the parallelism is the workers'.
+    compute = settings.compute.model_copy(update={"workers": workers, "threads": 1 if workers > 1 else settings.compute.threads})
+    return settings.model_copy(update={"compute": compute})
+
+
+@flow(name="strata-index-distributed", log_prints=True)
+def distributed_index_flow(folder: str, settings: StrataSettings, report_policy: str = "changed",
+                           prune: bool = True, full: bool = False) -> dict[str, Any]:
+    """The index run with extraction and embedding mapped over the Dask workers (the task runner is set by
+    :func:`run_flow`)."""
+    return run_index(folder, str(settings.data_dir), report_policy, prune, distributed=True, settings=settings,
+                     full=full)
+
+
+def run_flow(folder: str, data_dir: str | None, report_policy: str, prune: bool, workers: int | None,
+             full: bool = False) -> dict[str, Any]:
+    settings = with_workers(StrataSettings(**({"data_dir": data_dir} if data_dir else {})), workers)
+    runner = dask_runner(settings)
+    if runner is None:
+        return run_index(folder, data_dir, report_policy, prune, settings=settings, full=full)
+    return distributed_index_flow.with_options(task_runner=runner)(folder, settings, report_policy, prune, full)
+
+
 @flow(name="strata-index", log_prints=True)
-def index_flow(folder: str, data_dir: str | None = None) -> dict[str, Any]:
-    """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run."""
-    return run_index(folder, data_dir, "changed")
+def index_flow(folder: str, data_dir: str | None = None, workers: int | None = None) -> dict[str, Any]:
+    """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run. With
+    ``workers`` > 1 (or ``STRATA_COMPUTE__WORKERS``, or ``STRATA_COMPUTE__DASK_ADDRESS``) extraction and embedding
+    run on Dask workers."""
+    return run_flow(folder, data_dir, "changed", True, workers)

@@ -11,11 +11,12 @@ from typing import Any
 
 from prefect import flow
 
-from flows.index import run_index
+from flows.index import run_flow
 
 
 @flow(name="strata-reindex", log_prints=True)
-def reindex_flow(folder: str, data_dir: str | None = None, report_policy: str = "changed", prune: bool = True) -> dict[str, Any]:
+def reindex_flow(folder: str, data_dir: str | None = None, report_policy: str = "changed", prune: bool = True,
+                 workers: int | None = None) -> dict[str, Any]:
     if report_policy not in ("changed", "missing"):
         raise ValueError(f"report_policy must be 'changed' or 'missing', got {report_policy!r}")
-    return run_index(folder, data_dir, report_policy, prune)
+    return run_flow(folder, data_dir, report_policy, prune, workers)

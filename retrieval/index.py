@@ -332,7 +332,8 @@ class ChunkIndex:
         else:
             order = [row for row, _ in fused]
         if s.rerank:
-            order = lexical_rerank(text, order[: top_k * 2], self.rows, self.tokenizer, rrf, s) + order[top_k * 2:]
+            terms = lambda t: self.tokenizer(t, self.query_language(t))  # noqa: E731  (und: the corpus's language)
+            order = lexical_rerank(text, order[: top_k * 2], self.rows, terms, rrf, s) + order[top_k * 2:]
         hits = []
         for row in order[:top_k]:
             r = self.rows[row]
@@ -412,7 +413,8 @@ class ChunkIndex:
         diff = {k: (meta.get(k), v) for k, v in expected.items() if meta.get(k) != v}
         if diff:
             raise IndexMismatchError(
-                f"{folder}: the index was built with different settings {diff} (stored, current); reindex with --full")
+                f"{folder}: the index was built with different settings {diff} (stored, current); "
+                "rebuild it with `strata reindex FOLDER --full`")
         idx.bm25 = BM25Index.load(folder)
         idx.sparse = SparseEngine(idx.tokenizer, idx.bm25, idx.query_language)
         if idx.vectors is not None and idx.embedder is not None:

@@ -97,9 +97,19 @@ def cmd_index(args: argparse.Namespace) -> int:
             bar.advance(tasks[stage], advance)
 
         try:
-            run = index_folder(folder, settings, progress, prune=not args.no_prune,
-                               report_policy="missing" if args.defer_reports else "changed",
-                               full=getattr(args, "full", False))
+            policy = "missing" if args.defer_reports else "changed"
+            workers = getattr(args, "workers", None)
+            if (workers or 0) > 1 or settings.compute.dask_address or settings.compute.workers > 1:
+                # Extraction and embedding on Dask workers, through the Prefect flow (its task states show progress).
+                from flows.index import run_flow
+                from strata.stages import IndexRun
+
+                bar.stop()
+                run = IndexRun(**run_flow(str(folder), str(settings.data_dir), policy, not args.no_prune, workers,
+                                          full=getattr(args, "full", False)))
+            else:
+                run = index_folder(folder, settings, progress, prune=not args.no_prune, report_policy=policy,
+                                   full=getattr(args, "full", False))
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
@@ -116,6 +126,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                     "entities", "relations", "communities", "levels", "reports_written", "reports_kept"):
             table.add_row(key, str(getattr(run, key)))
         table.add_row("failed_chunks", str(run.failed_chunks))
+        table.add_row("report_fallbacks", str(run.report_fallbacks))
+        table.add_row("index generation", f"{run.generation} ({'published' if run.published else 'unchanged'})")
         table.add_row("seconds", f"{run.seconds:.2f}")
         out.print(table)
         if run.llm_usage:
@@ -434,6 +446,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
     s.add_argument("--defer-reports", action="store_true",
                    help="keep existing community reports as they are (see `strata drift`); write only missing ones")
+    s.add_argument("--workers", type=int, metavar="N",
+                   help="extract and embed on N Dask worker processes through Prefect (or STRATA_COMPUTE__WORKERS)")
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("reindex", help="re-index a folder incrementally, or rebuild everything with --full")
@@ -443,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the run summary as JSON")
     s.add_argument("--no-prune", action="store_true", help="keep stored documents that are no longer in the folder")
     s.add_argument("--defer-reports", action="store_true", help="as for `strata index`")
+    s.add_argument("--workers", type=int, metavar="N", help="as for `strata index`")
     s.set_defaults(func=cmd_reindex)
 
     s = sub.add_parser("drift", help="which community reports no longer match the graph, and by how much")

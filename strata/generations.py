@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from communities.leiden import entity_signatures
-from core.records import Community, GraphSnapshot, Report, stable_hash
+from core.records import Community, Entity, GraphSnapshot, Relation, Report, stable_hash
 from core.settings import StrataSettings
 from core.store.codec import report_from_row, report_row
 from retrieval.index import ChunkIndex
@@ -43,6 +43,18 @@ def reports_to_json(reports: Sequence[Report]) -> str:
 
 def reports_from_json(text: str) -> list[Report]:
     return [report_from_row(r) for r in json.loads(text)]
+
+
+def graph_to_json(snapshot: GraphSnapshot) -> str:
+    return json.dumps({"entities": [[e.id, e.name, e.type, e.description, list(e.chunk_ids)] for e in snapshot.entities],
+                       "relations": [[r.id, r.source_id, r.target_id, r.description, list(r.chunk_ids)]
+                                     for r in snapshot.relations]}, ensure_ascii=False)
+
+
+def graph_from_json(text: str) -> GraphSnapshot:
+    data = json.loads(text)
+    return GraphSnapshot(tuple(Entity(i, n, t, d, tuple(c)) for i, n, t, d, c in data["entities"]),
+                         tuple(Relation(i, a, b, d, tuple(c)) for i, a, b, d, c in data["relations"]))
 
 
 def content_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequence[Community],
@@ -85,6 +97,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
     (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
     (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
     (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
+    (staged / "graph.json").write_text(graph_to_json(snapshot), encoding="utf-8")
     manifest = {"digest": digest, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "chunks": len(index),
                 "entities": len(snapshot.entities), "relations": len(snapshot.relations),
                 "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
@@ -137,6 +150,18 @@ class QuerySnapshot:
     reports: list[Report]
     communities: list[Community]
     manifest: dict[str, Any] = field(default_factory=dict)
+    root: Path | None = None
+    _graph: GraphSnapshot | None = field(default=None, repr=False)
+
+    def graph(self) -> GraphSnapshot:
+        """The entity graph as this generation published it (read on first use; the console needs it, answers
+        do not)."""
+        if self._graph is None:
+            path = self.root / "graph.json" if self.root is not None else None
+            if path is None or not path.exists():
+                raise FileNotFoundError(f"generation {self.number} holds no graph.json (published by an older version)")
+            self._graph = graph_from_json(path.read_text(encoding="utf-8"))
+        return self._graph
 
     def close(self) -> None:
         self.index.close()
@@ -148,7 +173,7 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         number=paths.number, index=index, lexicon=EntityLexicon.load(paths.lexicon_path),
         reports=reports_from_json(paths.reports_path.read_text(encoding="utf-8")),
         communities=communities_from_json(paths.communities_path.read_text(encoding="utf-8")),
-        manifest=paths.manifest())
+        manifest=paths.manifest(), root=paths.root)
 
 
 def previous_state(ws: Workspace) -> tuple[list[Community] | None, dict[str, str] | None]:

@@ -28,7 +28,7 @@ from extraction.ledger import ChunkFailure, FailureLedger
 from extraction.loader import LoadResult
 from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
-from extraction.types import Extractor
+from extraction.types import ExtractionResult, Extractor
 from retrieval.index import ChunkIndex
 from strata.generations import open_index, previous_state, write_generation
 from strata.workspace import RunLock, Workspace
@@ -124,9 +124,11 @@ class ChangeSet:
     unchanged: tuple[str, ...]
 
 
-def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool, full: bool = False) -> ChangeSet:
-    """Compare loaded documents with the store's revisions. Documents whose file failed to load are kept as
-    they are (never deleted); with ``full`` every loaded document counts as changed."""
+def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool, full: bool = False,
+                   sources: dict[str, str] | None = None) -> ChangeSet:
+    """Compare loaded documents with the store's revisions. Documents that failed to load, and every stored
+    document from a file that failed to load (by the stored ``sources``), are kept as they are (never deleted);
+    with ``full`` every loaded document counts as changed."""
     new, changed, unchanged = [], [], []
     for d in loaded.documents:
         if d.id not in stored:
@@ -137,8 +139,14 @@ def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool, full
             unchanged.append(d.id)
     failed_paths = {_problem_file(p.path) for p in loaded.problems}
     present = {d.id for d in loaded.documents}
-    deleted = [i for i in stored if i not in present and i not in loaded.failed_ids
-               and _document_file(i) not in failed_paths] if prune else []
+    sources = sources or {}
+
+    def from_failed_file(doc_id: str) -> bool:
+        source = sources.get(doc_id, doc_id)
+        return _document_file(doc_id) in failed_paths or source in failed_paths or _document_file(source) in failed_paths
+
+    deleted = [i for i in stored if i not in present and i not in loaded.failed_ids and not from_failed_file(i)
+               ] if prune else []
     return ChangeSet(tuple(new), tuple(changed), tuple(sorted(deleted)), tuple(unchanged))
 
 
@@ -214,7 +222,8 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
 
 def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
     """Compare the folder with the store: new, changed, deleted and unchanged documents."""
-    changes = diff_documents(loaded, session.store.document_hashes(), prune, session.full)
+    store = session.store
+    changes = diff_documents(loaded, store.document_hashes(), prune, session.full, store.document_sources())
     r = session.run
     r.new, r.changed, r.deleted, r.unchanged = len(changes.new), len(changes.changed), len(changes.deleted), len(changes.unchanged)
     if session.client is not None:
@@ -231,64 +240,151 @@ def stage_remove(session: IndexSession, document_ids: Sequence[str]) -> None:
         session.progress("remove", 1, len(document_ids))
 
 
-def write_documents(session: IndexSession, docs: Sequence[Document], batch_chunks: int = 256) -> tuple[int, int]:
-    """Chunk, extract and store documents; returns (chunks done, chunks failed).
+Batch = list[tuple[Document, list[Chunk]]]
 
-    Chunks of several documents are extracted together (concurrently in LLM mode). Each chunk's raw extraction
-    is stored beside it; the merged fields the store computes on the way are provisional until the merge stage
-    sets them from all extractions in a fixed order. A document's revision is written last, and left empty when
-    any of its chunks failed, so a crash mid-way or a failed chunk leaves it marked as changed and the next run
-    redoes it (calls that succeeded come from the response cache).
-    """
-    store, settings, ledger = session.store, session.settings, session.ledger
-    done = failed = 0
-    batch: list[tuple[Document, list[Chunk]]] = []
 
-    def flush() -> None:
-        nonlocal done, failed
-        if not batch:
-            return
-        for doc, chunks in batch:
-            store.upsert_documents([Document(doc.id, doc.source, doc.text, "", doc.metadata)])
-            store.upsert_chunks(chunks)
-        result = session.extractor.extract([c for _, chunks in batch for c in chunks])
-        by_chunk = {x.chunk_id: x for x in result.extractions}
-        failures_by_chunk = {f.chunk_id: f for f in result.failures}
-        store.save_extractions([(cid, extraction_to_json(x)) for cid, x in sorted(by_chunk.items())])
-        for doc, chunks in batch:
-            entities, relations = resolve([by_chunk[c.id] for c in chunks if c.id in by_chunk],
-                                          settings.extraction.description_max_chars)
-            store.upsert_entities(entities)
-            store.upsert_relations(relations)
-            doc_failures = [failures_by_chunk[c.id] for c in chunks if c.id in failures_by_chunk]
-            if doc_failures:
-                ledger.record(doc.id, "extract", doc_failures)
-                failed += len(doc_failures)
-            else:
-                ledger.clear_document(doc.id)
-                store.upsert_documents([replace(doc, content_hash=revision(doc))])
-            done += len(chunks)
-            session.progress("extract", len(chunks), None)
-        batch.clear()
-
+def plan_batches(docs: Sequence[Document], settings: StrataSettings, batch_chunks: int = 256) -> list[Batch]:
+    """Documents chunked and grouped into batches of about ``batch_chunks`` chunks (whole documents each): the
+    units extraction runs on, here or on Dask workers. The grouping depends only on the documents."""
+    batches: list[Batch] = []
+    current: Batch = []
     pending = 0
     for doc in docs:
         chunks = chunk_document(doc, settings.chunking)
-        batch.append((doc, chunks))
+        current.append((doc, chunks))
         pending += len(chunks)
         if pending >= batch_chunks:
-            flush()
-            pending = 0
-    flush()
+            batches.append(current)
+            current, pending = [], 0
+    if current:
+        batches.append(current)
+    return batches
+
+
+def batch_chunks(batch: Batch) -> list[Chunk]:
+    return [c for _, chunks in batch for c in chunks]
+
+
+def extract_unit(chunks: Sequence[Chunk], settings: StrataSettings) -> ExtractionResult:
+    """One batch's extraction with its own extractor (and LLM client, sharing the workspace's response cache):
+    what a Dask worker runs. It reads and writes no store."""
+    client = open_llm(settings)
+    try:
+        return make_extractor(settings, client).extract(chunks)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def store_placeholders(session: IndexSession, batch: Batch) -> None:
+    """A batch's documents (with no revision yet) and chunks, written before their extraction is stored."""
+    for doc, chunks in batch:
+        session.store.upsert_documents([Document(doc.id, doc.source, doc.text, "", doc.metadata)])
+        session.store.upsert_chunks(chunks)
+
+
+def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult) -> tuple[int, int]:
+    """Store a batch's extraction: each chunk's raw extraction beside it, entities and relations (their merged
+    fields are provisional until the merge stage), failures in the ledger, and last each document's revision,
+    left empty when any of its chunks failed, so a crash mid-way or a failed chunk leaves it marked as changed
+    and the next run redoes it (calls that succeeded come from the response cache). Returns (done, failed)."""
+    store, settings, ledger = session.store, session.settings, session.ledger
+    by_chunk = {x.chunk_id: x for x in result.extractions}
+    failures_by_chunk = {f.chunk_id: f for f in result.failures}
+    store.save_extractions([(cid, extraction_to_json(x)) for cid, x in sorted(by_chunk.items())])
+    done = failed = 0
+    for doc, chunks in batch:
+        entities, relations = resolve([by_chunk[c.id] for c in chunks if c.id in by_chunk],
+                                      settings.extraction.description_max_chars)
+        store.upsert_entities(entities)
+        store.upsert_relations(relations)
+        doc_failures = [failures_by_chunk[c.id] for c in chunks if c.id in failures_by_chunk]
+        if doc_failures:
+            ledger.record(doc.id, "extract", doc_failures)
+            failed += len(doc_failures)
+        else:
+            ledger.clear_document(doc.id)
+            store.upsert_documents([replace(doc, content_hash=revision(doc))])
+        done += len(chunks)
+        session.progress("extract", len(chunks), None)
+    return done, failed
+
+
+def write_documents(session: IndexSession, docs: Sequence[Document], batch_size: int = 256) -> tuple[int, int]:
+    """Chunk, extract and store documents in this process, batch by batch; returns (chunks done, failed).
+    Chunks of a batch are extracted together (concurrently in LLM mode)."""
+    done = failed = 0
+    for batch in plan_batches(docs, session.settings, batch_size):
+        store_placeholders(session, batch)
+        d, f = store_batch(session, batch, session.extractor.extract(batch_chunks(batch)))
+        done, failed = done + d, failed + f
     return done, failed
 
 
 def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
-    """Chunk, extract and store a batch of documents; returns chunks done."""
+    """Chunk, extract and store a batch of documents in this process; returns chunks done."""
     done, failed = write_documents(session, docs)
     session.run.failed_chunks += failed
     session.run.chunks_extracted += done
     return done
+
+
+def stage_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
+    """Store one batch extracted elsewhere (a Dask worker); returns chunks done."""
+    store_placeholders(session, batch)
+    done, failed = store_batch(session, batch, result)
+    session.run.failed_chunks += failed
+    session.run.chunks_extracted += done
+    return done
+
+
+_EMBEDDERS: dict[str, Any] = {}
+
+
+def embed_unit(texts: Sequence[str], settings: StrataSettings) -> Any:
+    """Vectors of one unit of chunk texts, with the configured embedder loaded once per process (BLAS threads
+    as ``compute`` says): what a Dask worker runs."""
+    from core.threads import configure
+    from retrieval.embed import make_embedder
+
+    configure(settings.compute)
+    r = settings.retrieval
+    key = json.dumps([r.embedder, r.hashing_dim, r.embedding_model, r.embedding_dim])
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = make_embedder(r.embedder, r.hashing_dim, settings.llm, r.embedding_model, r.embedding_dim)
+    embedder = _EMBEDDERS[key]
+    return embedder.embed(list(texts))
+
+
+def chunks_to_embed(session: IndexSession, unit: int = 256) -> tuple[str | None, list[list[Chunk]]]:
+    """The store's chunks with no cached vector for the configured embedder, in chunk-id order, cut into units
+    of ``unit`` (the same units whatever the number of workers, so the vectors are too). Returns the embedder's
+    name (None without an embedder) and the units."""
+    index = open_index(session.ws, session.settings)
+    try:
+        if index.embedder is None or index.vector_cache is None:
+            return None, []
+        chunks = sorted(session.store.all_chunks(), key=lambda c: c.id)
+        cached = index.vector_cache.get_many(index.embedder.name, [c.content_hash for c in chunks], index.embedder.dim)
+        todo = [c for c in chunks if c.content_hash not in cached]
+        todo = list({c.content_hash: c for c in todo}.values())
+        return index.embedder.name, [todo[i:i + unit] for i in range(0, len(todo), unit)]
+    finally:
+        index.close()
+        if index.vector_cache is not None:
+            index.vector_cache.close()
+
+
+def save_vectors(session: IndexSession, embedder_name: str, chunks: Sequence[Chunk], vectors: Any) -> None:
+    """Put vectors computed elsewhere into the workspace's vector cache (the index stage then finds them)."""
+    from retrieval.vector_cache import VectorCache
+
+    cache = VectorCache(session.ws.root / "vectors.sqlite")
+    try:
+        cache.put_many(embedder_name, {c.content_hash: v for c, v in zip(chunks, vectors)})
+    finally:
+        cache.close()
+    session.progress("embed", len(chunks), None)
 
 
 def stage_merge(session: IndexSession) -> GraphSnapshot:

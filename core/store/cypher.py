@@ -121,6 +121,8 @@ DELETE_ORPHANS = "MATCH (e:Entity) WHERE e.id IN $touched AND NOT (e)-[:MENTIONE
 
 DELETE_DOCUMENT = "MATCH (d:Document {id: $id}) DETACH DELETE d"
 
+DOCUMENT_SOURCES = "MATCH (d:Document) RETURN d.id AS id, d.source AS source ORDER BY id"
+
 DOCUMENT_HASHES = "MATCH (d:Document) RETURN d.id AS id, d.content_hash AS hash ORDER BY id"
 
 GET_CHUNKS = "UNWIND $ids AS cid MATCH (c:Chunk {id: cid}) RETURN c"

@@ -235,6 +235,9 @@ class Neo4jGraphStore:
     def document_hashes(self) -> dict[str, str]:
         return {r["id"]: r["hash"] for r in self._read(cypher.DOCUMENT_HASHES)}
 
+    def document_sources(self) -> dict[str, str]:
+        return {r["id"]: r["source"] for r in self._read(cypher.DOCUMENT_SOURCES)}
+
     @staticmethod
     def _chunk(node: Any) -> Chunk:
         return Chunk(node["id"], node["document_id"], node["ordinal"], node["text"], node["start"], node["end"],

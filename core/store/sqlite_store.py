@@ -223,6 +223,9 @@ class SQLiteGraphStore:
     def document_hashes(self) -> dict[str, str]:
         return {r["id"]: r["content_hash"] for r in self._db.execute("SELECT id, content_hash FROM documents ORDER BY id")}
 
+    def document_sources(self) -> dict[str, str]:
+        return {r["id"]: r["source"] for r in self._db.execute("SELECT id, source FROM documents ORDER BY id")}
+
     def _chunks(self, rows: Iterable[sqlite3.Row]) -> list[Chunk]:
         return [Chunk(r["id"], r["document_id"], r["ordinal"], r["text"], r["start"], r["end"], r["n_tokens"],
                       r["source"], r["content_hash"], json.loads(r["metadata"])) for r in rows]

@@ -131,11 +131,13 @@ class QueryEngine(Protocol):
     def release(self, snap: Generation) -> None: ...
 
 
-def _engine_graph(engine: Any) -> GraphSnapshot:
-    """The entity graph: ``Engine.graph()`` where the engine has it, else one read of the store."""
-    method = getattr(engine, "graph", None)
-    if callable(method):
-        return method()
+def _engine_graph(engine: Any, snap: Any) -> GraphSnapshot:
+    """The entity graph of the generation being served (published beside its index); one read of the store
+    only for a generation written before generations held their graph."""
+    try:
+        return snap.graph()
+    except (AttributeError, FileNotFoundError):
+        pass
     from core.store import open_store
 
     store = open_store(engine.settings)
@@ -282,7 +284,7 @@ class ViewCache:
                 with self._lock:
                     view = self._views.get(snap.index)
                     if view is None:
-                        view = ConsoleView.build(snap.index, snap.communities, snap.reports, _engine_graph(engine))
+                        view = ConsoleView.build(snap.index, snap.communities, snap.reports, _engine_graph(engine, snap))
                         self._views[snap.index] = view
             return view
         finally:
