@@ -66,7 +66,10 @@ def test_search_speaks_the_memory_query_contract(dulce_ws: Path, capsys, tmp_pat
            "hybrid_params": {"dense_weight": 0.4, "sparse_weight": 0.6, "rrf_k_constant": 60}, "metadata_filter": {"ext": "txt"}}
     code, out, _ = run_cli(["--data-dir", str(dulce_ws / "data"), "search", "--json"], capsys, stdin=json.dumps(req))
     resp = json.loads(out)
-    assert code == 0 and set(resp) == {"query_id", "total_retrieved", "results"}
+    # The contract's fields, plus the two it allows: the generation that answered and warnings (e.g. a language
+    # the embedder does not read).
+    assert code == 0 and set(resp) == {"query_id", "total_retrieved", "results", "index_generation", "warnings"}
+    assert resp["index_generation"] == 1
     assert resp["query_id"] == "q-1" and resp["total_retrieved"] == len(resp["results"]) == 3
     assert set(resp["results"][0]) == {"chunk_id", "rrf_score", "text", "source"}
     scores = [r["rrf_score"] for r in resp["results"]]
