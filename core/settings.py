@@ -1,7 +1,8 @@
 """One typed settings root for Strata.
 
-Values come from defaults, then environment variables prefixed ``STRATA_`` with ``__`` between nested names
-(``STRATA_STORE__BACKEND=neo4j``, ``STRATA_LLM__BASE_URL=http://...``). Settings are read once at the edge
+Values come from, highest first: the constructor's arguments (the CLI's flags), environment variables prefixed
+``STRATA_`` with ``__`` between nested names (``STRATA_STORE__BACKEND=neo4j``, ``STRATA_LLM__BASE_URL=http://...``),
+``.env``, the project file ``strata.toml`` (core/project_file.py), the defaults. Settings are read once at the edge
 (CLI, API, flows); each stage receives only its own section.
 """
 
@@ -164,6 +165,11 @@ class ServerSettings(BaseModel):
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
     workers: int = Field(1, ge=1, le=64, description="server processes (each loads the index once)")
+    metrics_open: bool = Field(
+        False, description="serve GET /metrics without an API key (for a scraper inside a trusted network)")
+    shutdown_grace_s: int = Field(
+        30, ge=1, le=3600, description="on SIGTERM, how long requests in flight may take to finish before the server "
+                                       "stops anyway")
 
     def keys(self) -> list[str]:
         """Every accepted key, from the setting and the keys file."""
@@ -201,12 +207,41 @@ class IndexSettings(BaseModel):
     reload_poll_s: float = Field(0.5, gt=0, le=3600, description="seconds between a server's checks for a new generation")
 
 
+class CacheSettings(BaseModel):
+    """The API's cache of hot queries: memory-query results and answers, keyed by the normalized request and the
+    index generation that computed them (a new generation is a new key, so nothing stale is ever served)."""
+
+    enabled: bool = True
+    max_entries: int = Field(2048, ge=1, le=10_000_000, description="cached responses at most")
+    max_bytes: int = Field(64 * 1_048_576, ge=1024, le=64 * 1024 * 1_048_576,
+                           description="bytes of cached responses at most; a larger response is not cached")
+    ttl_s: float = Field(600.0, gt=0, le=30 * 86400, description="seconds a cached response is served")
+
+
+class LogSettings(BaseModel):
+    """Logs of ``strata serve`` and of index runs: one JSON object a line, or plain text."""
+
+    format: Literal["json", "text"] = "text"
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
 class StrataSettings(BaseSettings):
     """The root of all configuration."""
 
-    model_config = SettingsConfigDict(env_prefix="STRATA_", env_nested_delimiter="__", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="STRATA_", env_nested_delimiter="__", extra="ignore",
+                                      env_file=".env", env_file_encoding="utf-8")
 
-    data_dir: Path = Path(".strata")
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,  # type: ignore[no-untyped-def,override]
+                                   file_secret_settings):
+        """Highest first: arguments (the CLI's flags), ``STRATA_*`` variables, ``.env``, the project file
+        (``strata.toml`` here or ``--config``; see core/project_file.py)."""
+        from core.project_file import ProjectFileSource, project_file_path
+
+        return init_settings, env_settings, dotenv_settings, ProjectFileSource(settings_cls, project_file_path())
+
+    data_dir: Path = Field(Path(".strata"), description="workspace: embedded store, chunk index, caches, run log, "
+                                                     "drift reports")
     chunking: ChunkingSettings = Field(default_factory=ChunkingSettings)
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
@@ -216,6 +251,8 @@ class StrataSettings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     compute: ComputeSettings = Field(default_factory=ComputeSettings)
     index: IndexSettings = Field(default_factory=IndexSettings)
+    cache: CacheSettings = Field(default_factory=CacheSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
 
     @property
     def llm_mode(self) -> Literal["offline", "llm"]:
@@ -232,7 +269,8 @@ class StrataSettings(BaseSettings):
 ENV_PREFIX = "STRATA_"
 ENV_DELIMITER = "__"
 # STRATA_* variables read by the test suite and benchmarks rather than by the settings.
-OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_REQUIRE_BROWSER", "STRATA_FORBID_SKIPS", "STRATA_SHARED_DATA"})
+OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_REQUIRE_BROWSER", "STRATA_FORBID_SKIPS", "STRATA_SHARED_DATA",
+                             "STRATA_CONFIG"})  # STRATA_CONFIG: the project file (core/project_file.py)
 
 
 def env_name(loc: tuple[str | int, ...] | list[str | int]) -> str:

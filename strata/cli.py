@@ -1,10 +1,11 @@
-"""The ``strata`` command line: index, reindex, ask, search, route, status, drift, estimate, serve.
+"""The ``strata`` command line: init, config, index, reindex, ask, search, route, status, drift, estimate, export,
+serve.
 
 Exit codes: 0 success; 1 an operational error (store unreachable or refusing the password, no index, an index
 built with other settings, the LLM endpoint failing); 2 bad input (no such folder, empty folder, invalid request
 or filter, invalid settings, an unsafe ``serve`` bind); 3 indexed, but some files could not be read (each is
 named). Every failure prints one line naming the problem and the fix; ``--debug`` adds the traceback.
-``--data-dir`` and ``--debug`` may stand anywhere on the line.
+``--data-dir``, ``--config`` and ``--debug`` may stand anywhere on the line.
 """
 
 from __future__ import annotations
@@ -60,6 +61,23 @@ def settings_problem(exc: Exception) -> str:
     return "; ".join(parts)
 
 
+def _flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags; ``--config FILE`` names the project file (passed on as STRATA_CONFIG, so that
+    server workers and flow runs started from here read it too)."""
+    import os
+
+    from core.project_file import CONFIG_ENV
+
+    if getattr(args, "config", None):
+        if not Path(args.config).is_file():
+            raise CliError(f"--config {args.config}: no such project file; write one with `strata init`", EXIT_BAD_INPUT)
+        os.environ[CONFIG_ENV] = str(args.config)
+    overrides: dict[str, Any] = {}
+    if getattr(args, "data_dir", None):
+        overrides["data_dir"] = Path(args.data_dir)
+    return overrides
+
+
 def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from pydantic import ValidationError
 
@@ -68,11 +86,8 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     for name, close in unknown_env_vars():
         err.print(f"[yellow]warning:[/yellow] {name} is not a Strata setting and is ignored"
                   + (f" (did you mean {close}?)" if close else ""), markup=True, highlight=False)
-    overrides: dict[str, Any] = {}
-    if getattr(args, "data_dir", None):
-        overrides["data_dir"] = Path(args.data_dir)
     try:
-        settings = StrataSettings(**overrides)
+        settings = StrataSettings(**_flags(args))
         settings.llm_mode  # validates the llm section against the mode
         return settings
     except (ValidationError, ValueError) as exc:
@@ -381,6 +396,45 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from core.project_file import write_project_file
+
+    try:
+        path = write_project_file(Path(args.dir), force=args.force)
+    except FileExistsError as exc:
+        raise CliError(str(exc), EXIT_BAD_INPUT) from exc
+    out.print(f"wrote {path}: every setting with its default; `strata config` shows the effective ones")
+    return EXIT_OK
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from pydantic import ValidationError
+
+    from core.project_file import effective_settings, project_file_path
+
+    flags = _flags(args)
+    try:
+        _, values = effective_settings(flags)
+        project = project_file_path()
+    except (ValidationError, ValueError) as exc:
+        raise CliError(f"invalid settings: {settings_problem(exc)}", EXIT_BAD_INPUT) from exc
+    if args.json:
+        print(json.dumps({"project_file": str(project) if project else None,
+                          "settings": [asdict(v) for v in values]}, indent=2, default=str))
+        return EXIT_OK
+    table = Table(title=f"strata config (project file: {project or 'none'}; secrets masked)")
+    table.add_column("setting", no_wrap=True)
+    table.add_column("value")
+    table.add_column("from", no_wrap=True)
+    for v in values:
+        table.add_row(v.key, "none" if v.value is None else json.dumps(v.value, default=str)
+                      if not isinstance(v.value, str) else v.value, v.origin)
+    out.print(table)
+    return EXIT_OK
+
+
 def _loopback(host: str) -> bool:
     import ipaddress
 
@@ -426,6 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     # SUPPRESS: an option given before the subcommand is not reset by the subcommand's default.
     common.add_argument("--data-dir", default=argparse.SUPPRESS,
                         help="workspace folder (default .strata, or STRATA_DATA_DIR)")
+    common.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE",
+                        help="project file (default ./strata.toml when present, or STRATA_CONFIG)")
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help="print the traceback of an error")
     p = argparse.ArgumentParser(prog="strata", parents=[common],
@@ -500,6 +556,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="graphml: one file (Gephi, networkx); csv, parquet: a folder of GraphRAG-shaped tables")
     s.add_argument("--output", required=True, help="the .graphml file, or the folder for csv and parquet")
     s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser("init", help="write a commented project file (strata.toml) with every setting and its default")
+    s.add_argument("dir", nargs="?", default=".", help="the project folder (default: the current one)")
+    s.add_argument("--force", action="store_true", help="replace an existing strata.toml")
+    s.set_defaults(func=cmd_init)
+
+    s = sub.add_parser("config", help="print the effective settings and where each came from (secrets masked)")
+    s.add_argument("--json", action="store_true", help="print them as JSON")
+    s.set_defaults(func=cmd_config)
 
     s = sub.add_parser("serve", help="serve the HTTP API (POST /v1/memory/query, POST /v1/ask)")
     s.add_argument("--host", default="127.0.0.1", help="bind address; a non-loopback one needs an API key or --insecure")
