@@ -3,8 +3,8 @@ serve.
 
 Exit codes: 0 success; 1 an operational error (store unreachable or refusing the password, no index, an index
 built with other settings, the LLM endpoint failing); 2 bad input (no such folder, empty folder, invalid request
-or filter, invalid settings, an unsafe ``serve`` bind); 3 indexed, but some files could not be read (each is
-named). Every failure prints one line naming the problem and the fix; ``--debug`` adds the traceback.
+or filter, invalid settings, an unsafe ``serve`` bind); 3 indexed, but some files could not be read, a chunk's
+extraction failed or a report fell back to extractive (each is named; the next run retries them). Every failure prints one line naming the problem and the fix; ``--debug`` adds the traceback.
 ``--data-dir``, ``--config`` and ``--debug`` may stand anywhere on the line.
 """
 
@@ -159,11 +159,15 @@ def cmd_index(args: argparse.Namespace) -> int:
                               str(run.predicted["output_tokens"]))
             out.print(usage)
     for f in run.failures:
-        err.print(f"[yellow]extraction failed[/yellow] {f['chunk_id']} (attempt {f['attempts']}): {f['reason']}; "
-                  "it will be retried on the next run")
+        if f.get("stage") == "report":
+            err.print(f"[yellow]report fell back to extractive[/yellow] {str(f['chunk_id']).removeprefix('report:')} "
+                      f"(attempt {f['attempts']}): {f['reason']}; the next LLM run writes it again")
+        else:
+            err.print(f"[yellow]extraction failed[/yellow] {f['chunk_id']} (attempt {f['attempts']}): {f['reason']}; "
+                      "it will be retried on the next run")
     for p in run.problems:
         err.print(f"[yellow]skipped[/yellow] {p['path']}: {p['reason']}")
-    if run.problems or run.failed_chunks:
+    if run.problems or run.failed_chunks or run.report_fallbacks:
         if run.problems:
             err.print(f"[yellow]{len(run.problems)} file(s) could not be indexed; the rest were.[/yellow]")
         return EXIT_PARTIAL
@@ -449,9 +453,7 @@ def _loopback(host: str) -> bool:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
-    import uvicorn
-
-    from strata.api import create_app
+    from strata.serving import run_server
 
     settings = _settings(args)
     server = settings.server
@@ -465,13 +467,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not keys and not _loopback(args.host):
         err.print(f"[yellow]warning:[/yellow] serving on {args.host} without authentication (--insecure)")
     workers = args.workers or server.workers
-    common = dict(host=args.host, port=args.port, log_level="info", timeout_keep_alive=server.keep_alive_s)
     if workers > 1:
         # Each worker process builds its own app (and loads the index once) from the same settings.
         os.environ["STRATA_DATA_DIR"] = str(settings.data_dir)
-        uvicorn.run("strata.api:create_app", factory=True, workers=workers, **common)  # type: ignore[arg-type]
-    else:
-        uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
+    # Structured logs (log.format), one line per request; SIGTERM lets requests in flight finish.
+    run_server(settings, args.host, args.port, workers)
     return EXIT_OK
 
 
