@@ -1,9 +1,14 @@
-"""The query router: local (RRF chunk search) or global (community reports, map-reduce), with its reasons.
+"""The query router: local (fused chunk search) or global (community reports, map-reduce), with its reasons.
 
-It reads the question and the index. Identifiers (error codes, config keys, versions, service names) and
-entities known to the index that are specific (mentioned in a small share of chunks) point to a local
-question; cues about themes, trends or the corpus as a whole point to a global one. A cue word alone does not
-decide: "which services time out across regions with HTTP 504" names an identifier and goes local.
+The decision is a small calibrated logistic regression (:mod:`retrieval.router_model`) over what the question
+means (its all-MiniLM-L6-v2 embedding) and over evidence from the index that is not a word list: identifiers
+and specific entities the index knows, entities that run through the whole corpus, and how concentrated the
+question's top BM25 scores are. Generic cue words are one weak feature among these, never the decision.
+Without a MiniLM embedder a second model over the evidence alone decides, and the reasons say so.
+
+Every decision carries ``confidence`` in [0, 1], the calibrated probability of the route it picked. Below
+``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`retrieval.both`), and with
+an LLM configured it first asks the LLM classifier (:mod:`retrieval.router_llm`).
 """
 
 from __future__ import annotations
@@ -11,25 +16,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
-from extraction.offline import find_entities
+import numpy as np
+
 from extraction.resolution import normalize_name
+from retrieval.router_model import (EMBEDDER_NAME, Evidence, LexicalScorer, QueryEmbeddings, RouterWeights,
+                                    gather_evidence, predict, shipped_weights)
 
 Route = Literal["local", "global"]
-
-_STRONG_GLOBAL = [
-    r"\bacross (?:all|the|every|each|our|these|those)\b", r"\boverall\b", r"\b(?:main|key|major|central|recurring|common|dominant) (?:themes?|topics?|ideas?|issues?|patterns?|trends?|problems?|lessons?|conflicts?|messages?)\b",
-    r"\bthemes?\b", r"\btrends?\b", r"\bthe (?:whole|entire) (?:corpus|story|book|collection|dataset|set|system|novel|text|document|documents)\b",
-    r"\bas a whole\b", r"\bbig picture\b", r"\bhigh[- ]level\b", r"\bsummari[sz]e\b", r"\bsummary of\b", r"\bin general\b",
-    r"\b(?:all|every) (?:the )?(?:services|documents|incidents|teams|systems|notes|chapters|characters|components)\b",
-    r"\bwhat (?:is|are) (?:this|the|these) (?:corpus|story|book|collection|dataset|novel|novella|notes|documents) about\b", r"\bmost (?:common|frequent|important)\b",
-    r"\bcorpus\b", r"\bthroughout\b",
-]
-_WEAK_GLOBAL = [r"\bpatterns?\b", r"\bgenerally\b", r"\btypically\b", r"\boverview\b", r"\bwhich (?:services|teams|systems)\b", r"\bcompare\b", r"\bevolv", r"\blessons?\b"]
-_LOCAL_CUES = [r"^\s*(?:who|when|where) (?:is|was|did|does|are|were)\b", r"\bwhat (?:is|was|does) (?:the )?(?:value|default|error|status|version|port)\b", r"\"[^\"]+\"|“[^”]+”|`[^`]+`", r"\bhow (?:do|does|did) i\b", r"\bexact(?:ly)?\b"]
-_IDENTIFIER_TYPES = {"error_code", "config_key", "version", "identifier", "service", "constant"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,16 +40,19 @@ class KnownEntity:
 class RouteDecision:
     route: Route
     reasons: tuple[str, ...]
-    local_score: float
-    global_score: float
+    local_score: float  # calibrated P(local)
+    global_score: float  # calibrated P(global)
     entities: tuple[str, ...] = field(default=())
     identifiers: tuple[str, ...] = field(default=())
     overridden: bool = False
+    confidence: float = 1.0  # calibrated probability of ``route``
+    both_sides: bool = False  # answered from the local hits and the community reports
 
     def to_dict(self) -> dict[str, object]:
         return {"route": self.route, "reasons": list(self.reasons), "local_score": self.local_score,
                 "global_score": self.global_score, "entities": list(self.entities),
-                "identifiers": list(self.identifiers), "overridden": self.overridden}
+                "identifiers": list(self.identifiers), "overridden": self.overridden,
+                "confidence": self.confidence, "both_sides": self.both_sides}
 
 
 class EntityLexicon:
@@ -66,6 +66,9 @@ class EntityLexicon:
             if len(key) >= 3 and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
                 self.by_key[key] = e
         self.max_words = max((k.count(" ") + 1 for k in self.by_key), default=1)
+
+    def __len__(self) -> int:
+        return len(self.by_key)
 
     def find(self, question: str) -> list[KnownEntity]:
         words = re.findall(r"[\w.'’\-]+", question)
@@ -95,43 +98,125 @@ class EntityLexicon:
         return cls([KnownEntity(n, t, c) for n, t, c in data["entities"]], data["total_chunks"])
 
 
-def route_question(question: str, lexicon: EntityLexicon, has_reports: bool = True) -> RouteDecision:
-    q = question.strip()
-    low = q.lower()
+class IndexScorer:
+    """Top BM25 scores of a question over a chunk index's live rows (the concentration evidence)."""
+
+    def __init__(self, index: Any) -> None:  # a retrieval.index.ChunkIndex (duck-typed: tokenizer, bm25)
+        self.index = index
+
+    def top_scores(self, question: str, k: int) -> np.ndarray:
+        bm25 = self.index.bm25
+        if bm25.n_rows == 0:
+            return np.zeros(0)
+        top = bm25.top(self.index.tokenizer(question), k, bm25.alive)
+        return np.array(sorted((s for _, s in top), reverse=True), dtype=np.float64)
+
+
+def _names(items: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
     reasons: list[str] = []
-    strong = [p for p in _STRONG_GLOBAL if re.search(p, low)]
-    weak = [p for p in _WEAK_GLOBAL if re.search(p, low)]
-    g_score = 2.0 * len(strong) + 0.75 * len(weak)
-    if strong or weak:
-        cues = [re.search(p, low).group(0) for p in strong + weak]  # type: ignore[union-attr]
-        reasons.append("asks about the corpus as a whole: " + ", ".join(repr(c) for c in cues))
-    idents = [f.name for f in find_entities(q) if f.type in _IDENTIFIER_TYPES]
-    known = lexicon.find(q)
-    l_score = 2.5 * len(idents)
-    if idents:
-        reasons.append("names identifiers: " + ", ".join(idents))
-    specific, hubs = [], []
-    for e in known:
-        share = e.chunks / lexicon.total_chunks
-        (hubs if share > 0.25 else specific).append(e)
-    l_score += 1.5 * len(specific) + 0.4 * len(hubs)
-    if specific:
-        reasons.append("names specific entities in the index: " + ", ".join(e.name for e in specific))
-    if hubs:
-        reasons.append("names entities that run through much of the corpus: " + ", ".join(e.name for e in hubs))
-    local_cues = [p for p in _LOCAL_CUES if re.search(p, low)]
-    l_score += 1.0 * len(local_cues)
-    if local_cues:
-        reasons.append("phrased as a question about a specific fact")
-    if not has_reports and g_score > l_score:
+    if p_global >= 0.5:
+        reasons.append(f"reads as a question about the corpus as a whole (p={p_global:.2f})")
+    else:
+        reasons.append(f"reads as a question about specific facts in a few passages (p={1 - p_global:.2f})")
+    if model == "evidence":
+        reasons.append("no MiniLM embedder is installed: decided from index evidence and cue words alone, "
+                       "without reading the question's meaning")
+    if ev.identifiers:
+        reasons.append("names identifiers: " + _names(ev.identifiers))
+    if ev.specific:
+        reasons.append("names specific entities in the index: " + _names(ev.specific))
+    if ev.hubs:
+        reasons.append("names entities that run through much of the corpus: " + _names(ev.hubs))
+    if ev.concentration is not None:
+        if ev.concentration >= 2.0:
+            reasons.append(f"a few chunks match far better than the rest (top BM25 score {ev.concentration:.1f}x "
+                           "the top-10 mean)")
+        elif ev.concentration < 1.3:
+            reasons.append(f"no chunk stands out lexically (top BM25 score {ev.concentration:.1f}x the top-10 mean)")
+    elif not ev.has_index:
+        reasons.append("no index evidence: judged from the question alone")
+    if ev.cues:
+        reasons.append("generic cue words (a weak signal): " + ", ".join(repr(c) for c in dict.fromkeys(ev.cues)))
+    return reasons
+
+
+def route_question(question: str, lexicon: EntityLexicon | None = None, has_reports: bool = True, *,
+                   embedding: np.ndarray | None = None, scorer: LexicalScorer | None = None,
+                   weights: RouterWeights | None = None) -> RouteDecision:
+    """Route ``question``. ``embedding`` is its all-MiniLM-L6-v2 vector (None: the evidence-only model);
+    ``lexicon`` and ``scorer`` give the index evidence (None: neutral index features)."""
+    weights = weights or shipped_weights()
+    lex = lexicon if lexicon is not None and len(lexicon) else None
+    ev = gather_evidence(question, lex, scorer)
+    p_global, model = predict(weights, ev, embedding)
+    route: Route = "global" if p_global >= 0.5 else "local"
+    reasons = _reasons(ev, p_global, model)
+    if route == "global" and not has_reports:
         reasons.append("no community reports are indexed, so the global route is unavailable")
-        return RouteDecision("local", tuple(reasons), l_score, g_score, tuple(e.name for e in known), tuple(idents))
-    route: Route = "global" if g_score > l_score else "local"
-    if not reasons:
-        reasons.append("no global cue: searching chunks directly")
-    reasons.append(f"local score {l_score:.2f} vs global score {g_score:.2f} -> {route}")
-    return RouteDecision(route, tuple(reasons), l_score, g_score, tuple(e.name for e in known), tuple(idents))
+        route = "local"
+        p_global = 0.0
+    confidence = round(max(p_global, 1.0 - p_global), 4)
+    return RouteDecision(route, tuple(reasons), round(1.0 - p_global, 4), round(p_global, 4),
+                         ev.specific + ev.hubs, ev.identifiers, confidence=confidence)
 
 
 def forced(route: Route) -> RouteDecision:
     return RouteDecision(route, (f"route set by the caller: {route}",), 0.0, 0.0, overridden=True)
+
+
+@lru_cache(maxsize=1)
+def _own_minilm() -> Any | None:
+    """A MiniLM for routing when the index embeds with something else (loaded once per process)."""
+    from retrieval.embed import minilm_available
+
+    if not minilm_available():
+        return None
+    from retrieval.minilm import MiniLMEmbedder
+
+    return QueryEmbeddings(MiniLMEmbedder())
+
+
+class Router:
+    """The router bound to one index: its lexicon, its BM25 scores and a MiniLM embedder shared with the
+    index's dense search, so that a question is embedded once for routing and searching."""
+
+    def __init__(self, lexicon: EntityLexicon | None, scorer: LexicalScorer | None, embedder: Any | None,
+                 weights: RouterWeights | None = None, shared: bool = False) -> None:
+        self.lexicon, self.scorer, self.embedder = lexicon, scorer, embedder
+        self.weights = weights or shipped_weights()
+        self.shared = shared  # the embedder is the index's own: its vector serves the search too
+
+    @classmethod
+    def for_index(cls, index: Any | None, lexicon: EntityLexicon | None, embedder: Any | None = "auto",
+                  weights: RouterWeights | None = None) -> "Router":
+        """A router over ``index`` (a ChunkIndex, or None for no index evidence). With ``embedder="auto"``
+        the index's own MiniLM is shared (wrapped so that its dense search reuses the router's vector),
+        else a MiniLM is loaded when installed; None routes without an embedder."""
+        shared = False
+        if embedder == "auto":
+            dense = getattr(index, "dense", None) if index is not None else None
+            inner = getattr(dense, "embedder", None)
+            if inner is not None and getattr(inner, "name", "") == EMBEDDER_NAME:
+                embedder = inner if isinstance(inner, QueryEmbeddings) else QueryEmbeddings(inner)
+                dense.embedder = embedder  # the dense engine now finds the router's vector for the same text
+                shared = True
+            else:
+                embedder = _own_minilm()
+        scorer = IndexScorer(index) if index is not None and len(index) else None
+        return cls(lexicon, scorer, embedder, weights, shared)
+
+    def embed(self, question: str) -> np.ndarray | None:
+        return None if self.embedder is None else self.embedder.embed([question])[0]
+
+    def query_vector(self, question: str) -> np.ndarray | None:
+        """The question's vector for the index's own search (None when the router embeds differently)."""
+        return self.embed(question) if self.shared else None
+
+    def route(self, question: str, has_reports: bool = True) -> RouteDecision:
+        return route_question(question, self.lexicon, has_reports, embedding=self.embed(question),
+                              scorer=self.scorer, weights=self.weights)

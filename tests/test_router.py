@@ -1,25 +1,225 @@
-from retrieval.router import EntityLexicon, KnownEntity, route_question
+"""The router: calibrated decisions, index evidence, training, both-sides answers and the LLM classifier."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import openai
+import pytest
+
+from core.settings import LLMSettings, StrataSettings
+from extraction.llm_client import LLMClient, ResponseCache
+from retrieval import router_train as rt
+from retrieval.both import GLOBAL_LABEL, LOCAL_LABEL
+from retrieval.embed import minilm_available
+from retrieval.router import EntityLexicon, KnownEntity, Router, route_question
+from retrieval.router_llm import llm_route
+from retrieval.router_model import EVIDENCE_FEATURES, WEIGHTS_PATH, RouterWeights, gather_evidence
+from tests.conftest import ROOT
+from tests.llm_server import FakeLLMServer, Fault
 
 LEX = EntityLexicon([KnownEntity("Jordan Hayes", "name", 3), KnownEntity("Alex Mercer", "name", 15),
                      KnownEntity("billing-service", "service", 2)], total_chunks=18)
+needs_minilm = pytest.mark.skipif(not minilm_available(), reason="all-MiniLM-L6-v2 is not installed")
 
 
-def test_identifiers_and_specific_entities_go_local() -> None:
-    d = route_question("Why did billing-service return HTTP 504?", LEX)
-    assert d.route == "local" and "HTTP 504" in d.identifiers
-    assert route_question("Who is Jordan Hayes?", LEX).route == "local"
+@pytest.fixture(scope="module")
+def router() -> Router:
+    if not minilm_available():
+        pytest.skip("all-MiniLM-L6-v2 is not installed")
+    return Router.for_index(None, LEX)
 
 
-def test_whole_corpus_questions_go_global() -> None:
-    d = route_question("What are the main themes of the whole story?", LEX)
-    assert d.route == "global" and any("corpus as a whole" in r for r in d.reasons)
-    assert route_question("Summarize the recurring problems across all services", LEX).route == "global"
+@needs_minilm
+def test_identifiers_and_specific_entities_go_local(router: Router) -> None:
+    d = router.route("Why did billing-service return HTTP 504?")
+    assert d.route == "local" and "HTTP 504" in d.identifiers and "billing-service" in d.entities
+    assert any("names identifiers" in r for r in d.reasons)
+    assert router.route("Who is Jordan Hayes?").route == "local"
 
 
-def test_cue_word_with_identifier_stays_local() -> None:
-    assert route_question("Across all regions, which config sets max_connections to 500?", LEX).route == "local"
+@needs_minilm
+def test_whole_corpus_questions_go_global(router: Router) -> None:
+    d = router.route("What are the main themes of the whole story?")
+    assert d.route == "global" and d.reasons[0].startswith("reads as a question about the corpus as a whole (p=")
+    assert router.route("Summarize the recurring problems across all services").route == "global"
 
 
-def test_global_unavailable_without_reports() -> None:
-    d = route_question("What are the main themes?", LEX, has_reports=False)
+@needs_minilm
+def test_global_unavailable_without_reports(router: Router) -> None:
+    d = router.route("What are the main themes?", has_reports=False)
     assert d.route == "local" and any("unavailable" in r for r in d.reasons)
+
+
+@needs_minilm
+def test_confidence_is_a_probability_in_unit_interval(router: Router) -> None:
+    questions = ["What is max_connections set to?", "What do these notes say about on-call, collectively?",
+                 "overall", "总结这些文档的主要主题", "Jakie są główne tematy?", "x" * 2000, "?"]
+    for q in questions:
+        for d in (router.route(q), route_question(q, LEX), route_question(q)):
+            assert 0.5 <= d.confidence <= 1.0
+            assert d.local_score + d.global_score == pytest.approx(1.0, abs=1e-3)
+            assert d.confidence == pytest.approx(max(d.local_score, d.global_score), abs=1e-3)
+            assert set(d.to_dict()) >= {"route", "reasons", "local_score", "global_score", "entities", "identifiers",
+                                        "overridden", "confidence"}
+
+
+def test_without_an_embedder_the_evidence_model_decides_and_says_so() -> None:
+    d = route_question("Why did billing-service return HTTP 504?", LEX)
+    assert d.route == "local"
+    assert any("no MiniLM embedder" in r for r in d.reasons)
+
+
+def test_index_features_are_neutral_without_an_index() -> None:
+    ev = gather_evidence("Who is Jordan Hayes, and what did the billing-service log?")
+    v = ev.vector()
+    index_part = [v[EVIDENCE_FEATURES.index(f)] for f in ("has_index", "specific_known", "hub_known", "bm25_concentration")]
+    assert not ev.has_index and index_part == [0.0, 0.0, 0.0, 0.0]
+    with_index = gather_evidence("Who is Jordan Hayes? Ask Alex Mercer.", LEX)
+    assert with_index.specific == ("Jordan Hayes",) and with_index.hubs == ("Alex Mercer",)
+
+
+def test_shipped_weights_file_is_small_and_complete() -> None:
+    w = RouterWeights.load(WEIGHTS_PATH)
+    assert WEIGHTS_PATH.stat().st_size < 16_000
+    assert len(w.full.coef) == 384 + len(EVIDENCE_FEATURES) and w.full.features[-len(EVIDENCE_FEATURES):] == EVIDENCE_FEATURES
+    assert w.evidence.features == EVIDENCE_FEATURES and w.embedder == "all-MiniLM-L6-v2"
+    assert all((ROOT / "tests" / "data" / ("router" if f.startswith("written") else "") / f).exists()
+               for f in w.training["files"])
+
+
+def _subset() -> tuple[list[rt.LabeledQuestion], list[rt.LabeledQuestion]]:
+    rows = rt.load_questions(sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")))
+    return rows[::4], [r for i, r in enumerate(rows) if i % 4 == 2][:150]
+
+
+@needs_minilm
+def test_training_is_deterministic_and_generalizes_on_a_subset() -> None:
+    train_rows, test_rows = _subset()
+    train = rt.build_dataset(train_rows, {})
+    a = rt.train_weights(train, {})
+    b = rt.train_weights(rt.build_dataset(train_rows, {}), {})
+    assert np.array_equal(a.full.coef, b.full.coef) and a.full.bias == b.full.bias
+    assert np.array_equal(a.evidence.coef, b.evidence.coef) and a.full.platt_a == b.full.platt_a
+    test = rt.build_dataset(test_rows, {})
+    p = a.full.probability(test.full_x())
+    accuracy = float(((p >= 0.5) == (test.y == 1)).mean())
+    peer = float(np.mean([rt.cue_peer(r.question) == r.route for r in test_rows]))
+    assert accuracy >= 0.85 and accuracy > peer + 0.1
+
+
+@pytest.mark.slow
+@needs_minilm
+def test_shipped_weights_match_the_training_command() -> None:
+    assert rt.main(["--check"]) == 0
+
+
+def test_reliability_and_threshold_helpers() -> None:
+    p = np.array([0.95, 0.9, 0.6, 0.4, 0.1, 0.02])
+    y = np.array([1, 1, 0, 0, 0, 0])
+    ece, table = rt.reliability(p, y)
+    assert 0 <= ece <= 1 and sum(t[3] for t in table) == len(p)
+    s = rt.score(p, y, threshold=0.7)
+    assert s.accuracy == pytest.approx(5 / 6) and s.both_rate == pytest.approx(2 / 6) and s.right_or_both == 1.0
+    assert rt.choose_threshold(p, max_both=0.2) < 0.61
+
+
+# -- the engine: both-sides answers and the LLM classifier -------------------------------------------------
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> StrataSettings:
+    from strata.pipeline import index_folder
+
+    tmp = tmp_path_factory.mktemp("router")
+    folder = tmp / "notes"
+    shutil.copytree(ROOT / "samples" / "infra-notes", folder)
+    settings = StrataSettings(data_dir=tmp / "ws", extraction={"mode": "offline"})
+    index_folder(folder, settings)
+    return settings
+
+
+def _engine(settings: StrataSettings, threshold: float, **changes):  # type: ignore[no-untyped-def]
+    from strata.engine import Engine
+
+    retrieval = settings.retrieval.model_copy(update={"route_confidence_threshold": threshold})
+    return Engine(settings.model_copy(update={"retrieval": retrieval, **changes}))
+
+
+def test_low_confidence_answers_from_both_sides_with_labels(indexed: StrataSettings) -> None:
+    engine = _engine(indexed, threshold=1.01)
+    try:
+        answer = engine.ask("Why did the billing-service return HTTP 504?")
+        assert answer.route.both_sides and answer.route.to_dict()["both_sides"] is True
+        assert LOCAL_LABEL in answer.text and GLOBAL_LABEL in answer.text
+        assert answer.text.index(LOCAL_LABEL) < answer.text.index(GLOBAL_LABEL)  # the likelier side first
+        assert answer.citations and answer.report_ids
+        assert any("both sides" in r for r in answer.route.reasons)
+    finally:
+        engine.close()
+    engine = _engine(indexed, threshold=0.0)
+    try:
+        answer = engine.ask("Why did the billing-service return HTTP 504?")
+        assert not answer.route.both_sides and LOCAL_LABEL not in answer.text
+        assert 0.0 <= answer.to_dict()["route"]["confidence"] <= 1.0  # type: ignore[index]
+    finally:
+        engine.close()
+
+
+@pytest.fixture(scope="module")
+def server():  # type: ignore[no-untyped-def]
+    s = FakeLLMServer().start()
+    yield s
+    s.stop()
+
+
+def _client(server: FakeLLMServer, tmp: Path) -> LLMClient:
+    s = LLMSettings(base_url=server.base_url, model="test-model", request_timeout_s=1.0, max_retries=1)
+    raw = openai.OpenAI(base_url=s.base_url, api_key="test", timeout=s.request_timeout_s, max_retries=0)
+    return LLMClient(raw, s, ResponseCache(tmp / "cache.sqlite"), sleep=lambda _: None)
+
+
+def test_llm_classifier_is_used_and_cached(server: FakeLLMServer, tmp_path: Path) -> None:
+    server.reset()
+    offline = route_question("What do the notes say about billing?", LEX)
+    client = _client(server, tmp_path)
+    server.enqueue(Fault(content=json.dumps({"route": "global", "confidence": 0.9}), match="What do the notes say"))
+    d = llm_route("What do the notes say about billing?", offline, client)
+    assert d.route == "global" and d.confidence == pytest.approx(0.9) and d.global_score == pytest.approx(0.9)
+    assert "LLM classifier says global" in d.reasons[-1]
+    again = llm_route("What do the notes say about billing?", offline, client)
+    assert again.route == "global" and len(server.chat_requests) == 1 and client.usage.stage("route").cache_hits == 1
+    assert "Question: What do the notes say about billing?" in server.chat_requests[0]["messages"][0]["content"]
+    client.close()
+
+
+@pytest.mark.parametrize("content", ["not json at all", '{"route": "both", "confidence": 0.9}', '{"route": "local"'])
+def test_malformed_llm_answer_keeps_the_offline_decision(server: FakeLLMServer, tmp_path: Path, content: str) -> None:
+    server.reset()
+    offline = route_question("Which port does the search-api listen on?", LEX)
+    server.enqueue(Fault(content=content, match="search-api"))
+    d = llm_route("Which port does the search-api listen on?", offline, _client(server, tmp_path))
+    assert (d.route, d.confidence, d.global_score) == (offline.route, offline.confidence, offline.global_score)
+    assert "could not be used" in d.reasons[-1]
+
+
+def test_engine_asks_the_llm_only_when_unsure(indexed: StrataSettings, server: FakeLLMServer) -> None:
+    llm = {"base_url": server.base_url, "model": "test-model", "request_timeout_s": 1.0, "max_retries": 1}
+    changes = {"extraction": indexed.extraction.model_copy(update={"mode": "auto"}),
+               "llm": LLMSettings(**llm)}
+    server.reset()
+    engine = _engine(indexed, threshold=0.0, **changes)
+    try:
+        assert engine.mode == "llm"
+        engine.route("Which services time out most often?")
+        assert server.chat_requests == []  # confident enough: no call
+    finally:
+        engine.close()
+    engine = _engine(indexed, threshold=1.01, **changes)
+    try:
+        server.enqueue(Fault(content='{"route": "local", "confidence": 0.97}', match="time out most often"))
+        d = engine.route("Which services time out most often?")
+        assert len(server.chat_requests) == 1 and d.route == "local" and d.confidence == pytest.approx(0.97)
+    finally:
+        engine.close()

@@ -1,0 +1,40 @@
+"""Both-sides answers: when the router is unsure, answer from the local hits and the community reports.
+
+A misrouted question still reaches its answer this way. The two parts are the ordinary local and global
+answers (:func:`retrieval.answer.local_answer` and :func:`retrieval.answer.global_answer`), each under its own
+label, and the answer cites the chunks and reports of both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.records import Report
+from retrieval.answer import Answer, global_answer, local_answer
+from retrieval.index import ChunkIndex
+from retrieval.router import RouteDecision
+
+LOCAL_LABEL = "From the most relevant passages (local search):"
+GLOBAL_LABEL = "From the community reports (the corpus as a whole):"
+
+
+def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex, reports: Sequence[Report], *,
+                      top_k: int, n_sentences: int, level: int | None, max_reports: int, max_points: int,
+                      metadata_filter: dict[str, Any] | None = None,
+                      query_vector: np.ndarray | None = None) -> Answer:
+    """One answer with a labelled local part and a labelled global part, the likelier route first."""
+    decision = replace(decision, both_sides=True, reasons=decision.reasons + (
+        f"confidence {decision.confidence:.2f} is below the threshold: answering from both sides",))
+    local = local_answer(question, decision, index, top_k, n_sentences, metadata_filter, query_vector=query_vector)
+    glob = global_answer(question, decision, reports, index, level, max_reports, max_points, query_vector=query_vector)
+    parts = [(LOCAL_LABEL, local), (GLOBAL_LABEL, glob)]
+    if decision.route == "global":
+        parts.reverse()
+    text = (f"The question could be read either way (router confidence {decision.confidence:.2f}), so both "
+            "answers follow.\n\n" + "\n\n".join(f"{label}\n{part.text}" for label, part in parts))
+    citations = tuple({c.chunk_id: c for part in (local, glob) for c in part.citations}.values())
+    return Answer(question, decision, local.mode, text, citations, glob.report_ids,
+                  points=local.points + glob.points, covered=local.covered or glob.covered)

@@ -1,0 +1,205 @@
+"""The router's model: question features, index evidence and the logistic regressions that weigh them.
+
+Two models are shipped in one small JSON file (``router_weights.json``), both trained by
+``python -m retrieval.router_train``:
+
+- ``full``: the question's all-MiniLM-L6-v2 embedding (what the question means) plus the evidence features;
+- ``evidence``: the evidence features alone, used when no MiniLM embedder is available.
+
+The evidence features are deliberately few and mostly not word lists: identifiers and names the offline
+extractor finds in the question, entities the index knows (specific ones, mentioned in a small share of the
+chunks, against hubs that run through much of the corpus), how concentrated the question's top BM25 scores are
+(a question whose answer sits in a few chunks scores them far above the rest; a corpus-wide question does not),
+the question's length, and one weak feature counting generic cue words. Features that need an index are zero
+without one, and a ``has_index`` indicator carries their offset, so a question routed without an index is
+scored by exactly the part of the model that does not depend on one.
+
+Standardization is folded into the stored coefficients, and the output is a Platt-calibrated probability that
+the question is global.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from extraction.offline import find_entities
+
+WEIGHTS_PATH = Path(__file__).resolve().parent / "router_weights.json"
+EMBEDDER_NAME = "all-MiniLM-L6-v2"
+IDENTIFIER_TYPES = frozenset({"error_code", "config_key", "version", "identifier", "service", "constant"})
+HUB_SHARE = 0.25  # an entity mentioned in more than this share of chunks runs through the corpus
+
+# A plain list of generic words that people use when they ask about a collection as a whole. It is one weak
+# feature among others, and the naive peer that bench.router measures beside the router.
+GENERIC_CUES = ("overall", "across", "themes", "theme", "trends", "trend", "patterns", "pattern", "summarize",
+                "summarise", "summary", "overview", "general", "generally", "common", "recurring", "main", "whole",
+                "corpus", "collection", "collectively", "throughout", "broadly", "all")
+_CUE_RE = re.compile(r"\b(?:" + "|".join(GENERIC_CUES) + r")\b", re.IGNORECASE)
+_QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|`[^`]+`|'[^']{3,}'")
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+EVIDENCE_FEATURES = ("identifiers", "names", "cues", "length", "quoted", "has_index", "specific_known",
+                     "hub_known", "bm25_concentration")
+
+
+class Lexicon(Protocol):
+    """What the router needs from the entity lexicon (retrieval.router.EntityLexicon)."""
+
+    total_chunks: int
+
+    def find(self, question: str) -> list: ...  # type: ignore[type-arg]
+
+
+class LexicalScorer(Protocol):
+    """What the router needs from the index: the top BM25 scores of a question (empty when nothing matches)."""
+
+    def top_scores(self, question: str, k: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The non-embedding evidence about one question, with the names behind the counts (for the reasons)."""
+
+    identifiers: tuple[str, ...]
+    names: tuple[str, ...]
+    cues: tuple[str, ...]
+    n_words: int
+    quoted: bool
+    has_index: bool
+    specific: tuple[str, ...]
+    hubs: tuple[str, ...]
+    concentration: float | None  # top1 / mean(top 10) of the BM25 scores; None without an index or a match
+
+    def vector(self) -> np.ndarray:
+        conc = math.log(self.concentration) if self.concentration else 0.0
+        return np.array([math.log1p(len(self.identifiers)), math.log1p(len(self.names)), math.log1p(len(self.cues)),
+                         math.log(max(1, self.n_words)), float(self.quoted), float(self.has_index),
+                         math.log1p(len(self.specific)), math.log1p(len(self.hubs)), conc], dtype=np.float64)
+
+
+def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: LexicalScorer | None = None) -> Evidence:
+    """The evidence features of ``question``; with no lexicon and no scorer, the index features are neutral."""
+    found = find_entities(question)
+    identifiers = tuple(dict.fromkeys(f.name for f in found if f.type in IDENTIFIER_TYPES))
+    names = tuple(dict.fromkeys(f.name for f in found if f.type not in IDENTIFIER_TYPES and not f.at_start))
+    cues = tuple(m.group(0).lower() for m in _CUE_RE.finditer(question))
+    n_words = len(_WORDS.findall(question))
+    has_index = lexicon is not None or scorer is not None
+    specific: list[str] = []
+    hubs: list[str] = []
+    if lexicon is not None and lexicon.total_chunks > 0:
+        for e in lexicon.find(question):
+            (hubs if e.chunks / lexicon.total_chunks > HUB_SHARE else specific).append(e.name)
+    concentration = None
+    if scorer is not None:
+        top = scorer.top_scores(question, 10)
+        if top.size and top[0] > 0:
+            concentration = float(top[0] / max(top.mean(), 1e-9))
+    return Evidence(identifiers, names, cues, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
+                    tuple(hubs), concentration)
+
+
+def _sigmoid(z: np.ndarray | float) -> np.ndarray | float:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+
+
+@dataclass(frozen=True, slots=True)
+class LogisticModel:
+    """A logistic regression on raw features (standardization folded in) with a Platt calibration on top."""
+
+    features: tuple[str, ...]  # names; "emb" stands for the 384 embedding dimensions
+    coef: np.ndarray
+    bias: float
+    platt_a: float
+    platt_b: float
+
+    def logit(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.coef + self.bias
+
+    def probability(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated P(global) for rows of ``x``."""
+        return _sigmoid(self.platt_a * self.logit(x) + self.platt_b)  # type: ignore[return-value]
+
+    def to_dict(self, digits: int = 5) -> dict[str, object]:
+        return {"features": list(self.features), "coef": [float(f"{c:.{digits}g}") for c in self.coef],
+                "bias": float(f"{self.bias:.{digits + 2}g}"), "platt": [float(f"{self.platt_a:.{digits + 2}g}"),
+                                                                         float(f"{self.platt_b:.{digits + 2}g}")]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LogisticModel":  # type: ignore[type-arg]
+        a, b = data["platt"]
+        return cls(tuple(data["features"]), np.asarray(data["coef"], np.float64), float(data["bias"]), float(a), float(b))
+
+
+@dataclass(frozen=True, slots=True)
+class RouterWeights:
+    """The shipped models and what they were trained on."""
+
+    full: LogisticModel
+    evidence: LogisticModel
+    embedder: str
+    training: dict  # type: ignore[type-arg]
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"embedder": self.embedder, "full": self.full.to_dict(),
+                                    "evidence": self.evidence.to_dict(), "training": self.training},
+                                   ensure_ascii=False, separators=(",", ":")) + "\n")
+
+    @classmethod
+    def load(cls, path: Path = WEIGHTS_PATH) -> "RouterWeights":
+        try:
+            data = json.loads(path.read_text())
+            return cls(LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["evidence"]),
+                       data["embedder"], data.get("training", {}))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"router weights not found at {path}; run `python -m retrieval.router_train`") from None
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"router weights at {path} are malformed: {exc}") from exc
+
+
+@lru_cache(maxsize=4)
+def shipped_weights(path: Path = WEIGHTS_PATH) -> RouterWeights:
+    return RouterWeights.load(path)
+
+
+def feature_row(evidence: Evidence, embedding: np.ndarray | None) -> np.ndarray:
+    """The input row of the full model (embedding first) or, without an embedding, of the evidence model."""
+    ev = evidence.vector()
+    return ev if embedding is None else np.concatenate([np.asarray(embedding, np.float64), ev])
+
+
+def predict(weights: RouterWeights, evidence: Evidence, embedding: np.ndarray | None) -> tuple[float, str]:
+    """Calibrated P(global) and which model gave it (``full`` or ``evidence``)."""
+    model, name = (weights.evidence, "evidence") if embedding is None else (weights.full, "full")
+    return float(model.probability(feature_row(evidence, embedding)[None, :])[0]), name
+
+
+class QueryEmbeddings:
+    """Wraps an embedder so that one question is embedded once: the router embeds it, and the dense search
+    that follows finds the same vector here instead of embedding the question again."""
+
+    def __init__(self, inner, size: int = 64) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.name, self.dim, self.semantic = inner.name, inner.dim, getattr(inner, "semantic", True)
+        self.size = size
+        self._memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) != 1:
+            return self.inner.embed(texts)
+        text = texts[0]
+        hit = self._memo.get(text)
+        if hit is None:
+            hit = self.inner.embed([text])[0]
+            if len(self._memo) >= self.size:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[text] = hit
+        return hit[None, :]

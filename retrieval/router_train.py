@@ -1,0 +1,368 @@
+"""Train the router's models from labeled questions, and report how well they generalize.
+
+    python -m retrieval.router_train [--data FILE.jsonl ...] [--corpus NAME=FOLDER ...] [--out FILE] [--check]
+
+Labeled rows are ``{"question", "route", ...}`` with optional ``author``, ``domain`` and ``corpus``. By default
+the training data is every ``tests/data/router/*.jsonl`` file plus ``tests/data/router_questions.jsonl``. A
+fixed 25% of every file (chosen by a stable hash of the question) is the development split, which training
+never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own
+``samples/infra-notes``) get index evidence from an offline index of that corpus; the other rows get the
+neutral index features that a question without an index gets.
+
+Both models are L2-regularized logistic regressions with class-balanced weights, fitted by Newton's method in
+numpy. The L2 strength is chosen by 5-fold cross-validation on the training split (log loss), and a Platt
+calibration is fitted on the out-of-fold scores. Same data, same weights: folds and splits come from stable
+hashes, and BLAS runs single-threaded.
+
+Besides the development split it reports leave-one-author-out accuracy (train on two writers, test on the
+third: the honest estimate for questions written by others) and the figures on the repository's older question
+file for a model trained without it, each beside a plain list of generic cue words. ``--check`` retrains and
+fails when the result differs from the shipped weights file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from core.records import stable_hash
+from retrieval.router_model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
+                                    LogisticModel, RouterWeights, gather_evidence)
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
+DEFAULT_CORPORA = {"infra": ROOT / "samples" / "infra-notes"}
+LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
+FOLDS = 5
+MAX_BOTH_RATE = 0.08  # the default threshold keeps the development split's both-sides share at or below this
+
+
+def is_dev(question: str) -> bool:
+    """In the development split: a fixed quarter of every file, by a stable hash of the question."""
+    return int(stable_hash("router-dev", question.strip(), size=8), 16) % 4 == 0
+
+
+@dataclass(frozen=True, slots=True)
+class LabeledQuestion:
+    question: str
+    route: str
+    author: str
+    domain: str
+    corpus: str | None
+    file: str
+
+    @property
+    def dev(self) -> bool:
+        return is_dev(self.question)
+
+    @property
+    def label(self) -> int:
+        return 1 if self.route == "global" else 0
+
+
+def load_questions(paths: Iterable[Path]) -> list[LabeledQuestion]:
+    rows: list[LabeledQuestion] = []
+    for path in paths:
+        for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                question, route = str(r["question"]).strip(), r["route"]
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{n}: a labeled row needs 'question' and 'route' ({exc})") from exc
+            if route not in ("local", "global") or not question:
+                raise ValueError(f"{path}:{n}: route must be 'local' or 'global' and the question non-empty")
+            rows.append(LabeledQuestion(question, route, str(r.get("author") or Path(path).stem),
+                                        str(r.get("domain") or ""), r.get("corpus"), Path(path).name))
+    return rows
+
+
+# -- index evidence for rows that name a corpus -------------------------------------------------------------
+def corpus_context(folder: Path):  # type: ignore[no-untyped-def]
+    """An offline lexicon and BM25 scorer for ``folder`` (the same evidence a Strata index gives the router)."""
+    from core.settings import ChunkingSettings, ExtractionSettings, RetrievalSettings
+    from extraction.chunking import chunk_documents
+    from extraction.loader import load_folder
+    from extraction.offline import OfflineExtractor
+    from retrieval.index import ChunkIndex
+    from retrieval.router import EntityLexicon, IndexScorer, KnownEntity
+
+    chunks = chunk_documents(load_folder(folder).documents, ChunkingSettings())
+    index = ChunkIndex(RetrievalSettings(), embedder=None)
+    index.add(chunks)
+    counts: dict[tuple[str, str], int] = {}
+    for ex in OfflineExtractor(ExtractionSettings()).extract(chunks).extractions:
+        for m in ex.entities:
+            counts[(m.name, m.type)] = counts.get((m.name, m.type), 0) + 1
+    lexicon = EntityLexicon([KnownEntity(n, t, c) for (n, t), c in sorted(counts.items())], len(chunks))
+    return lexicon, IndexScorer(index)
+
+
+def evidence_for(rows: Sequence[LabeledQuestion], corpora: dict[str, Path]) -> list[Evidence]:
+    contexts = {name: corpus_context(corpora[name]) for name in sorted({r.corpus for r in rows if r.corpus in corpora})}  # type: ignore[misc]
+    out = []
+    for r in rows:
+        lex, scorer = contexts.get(r.corpus, (None, None))  # type: ignore[arg-type]
+        out.append(gather_evidence(r.question, lex, scorer))
+    return out
+
+
+def embed_questions(questions: Sequence[str]) -> np.ndarray:
+    from threadpoolctl import threadpool_limits
+
+    from retrieval.minilm import MiniLMEmbedder
+
+    with threadpool_limits(1):
+        return MiniLMEmbedder().embed(list(questions)).astype(np.float64)
+
+
+# -- logistic regression -----------------------------------------------------------------------------------
+def _balanced(y: np.ndarray) -> np.ndarray:
+    n, pos = len(y), max(1, int(y.sum()))
+    neg = max(1, n - pos)
+    return np.where(y == 1, n / (2 * pos), n / (2 * neg))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, lam: float, weight: np.ndarray | None = None,
+                 iterations: int = 50) -> tuple[np.ndarray, float]:
+    """Weighted L2 logistic regression by Newton's method (the intercept is not penalized)."""
+    n, d = x.shape
+    w = np.ones(n) if weight is None else weight
+    xa = np.hstack([x, np.ones((n, 1))])
+    reg = np.full(d + 1, lam)
+    reg[-1] = 0.0
+    beta = np.zeros(d + 1)
+
+    def loss(b: np.ndarray) -> float:
+        z = xa @ b
+        return float(np.sum(w * (np.logaddexp(0, z) - y * z)) + 0.5 * np.sum(reg * b * b))
+
+    current = loss(beta)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(xa @ beta)))
+        grad = xa.T @ (w * (p - y)) + reg * beta
+        hess = (xa * (w * p * (1 - p))[:, None]).T @ xa + np.diag(reg + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        t = 1.0
+        while t > 1e-4:
+            trial = beta - t * step
+            new = loss(trial)
+            if new <= current + 1e-12:
+                break
+            t /= 2
+        beta, improvement, current = trial, current - new, new
+        if improvement < 1e-10 * max(1.0, abs(current)):
+            break
+    return beta[:-1], float(beta[-1])
+
+
+def _folds(rows: Sequence[LabeledQuestion]) -> np.ndarray:
+    return np.array([int(stable_hash("router-fold", r.question, size=8), 16) % FOLDS for r in rows])
+
+
+def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Sequence[str]) -> tuple[LogisticModel, dict]:  # type: ignore[type-arg]
+    """Standardize, choose the L2 strength by cross-validated log loss, fit, calibrate on out-of-fold scores."""
+    mu = x.mean(0)
+    sd = x.std(0)
+    sd[sd < 1e-9] = 1.0
+    xs = (x - mu) / sd
+    weight = _balanced(y)
+    best: tuple[float, float, np.ndarray] | None = None
+    for lam in LAMBDAS:
+        oof = np.zeros(len(y))
+        for f in range(FOLDS):
+            tr, te = folds != f, folds == f
+            if not te.any() or len(set(y[tr])) < 2:
+                continue
+            coef, bias = fit_logistic(xs[tr], y[tr], lam, _balanced(y[tr]))
+            oof[te] = xs[te] @ coef + bias
+        ll = float(np.mean(weight * (np.logaddexp(0, oof) - y * oof)))
+        if best is None or ll < best[0] - 1e-12:
+            best = (ll, lam, oof)
+    assert best is not None
+    _, lam, oof = best
+    coef, bias = fit_logistic(xs, y, lam, weight)
+    (a,), b = fit_logistic(oof[:, None], y, 0.0)  # Platt scaling on the out-of-fold scores
+    model = LogisticModel(tuple(features), coef / sd, bias - float(np.sum(coef * mu / sd)), a, b)
+    return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}
+
+
+# -- evaluation --------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Scores:
+    n: int
+    accuracy: float
+    local_recall: float
+    global_recall: float
+    both_rate: float
+    right_or_both: float
+    ece: float
+
+    def line(self, name: str) -> str:
+        return (f"{name:<44}{self.accuracy:>9.3f}{self.local_recall:>8.3f}{self.global_recall:>8.3f}"
+                f"{self.both_rate:>7.3f}{self.right_or_both:>8.3f}{self.ece:>7.3f}{self.n:>6}")
+
+
+HEADER = f"{'':<44}{'accuracy':>9}{'local':>8}{'global':>8}{'both':>7}{'r|both':>8}{'ECE':>7}{'n':>6}"
+
+
+def reliability(p_global: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, list[tuple[float, float, float, int]]]:
+    """Expected calibration error of the confidence in the chosen route, and the table behind it:
+    (bin low, mean confidence, accuracy, count) for each non-empty bin of confidence in [0.5, 1]."""
+    conf = np.maximum(p_global, 1 - p_global)
+    right = (p_global >= 0.5).astype(int) == y
+    edges = np.linspace(0.5, 1.0, bins + 1)
+    table, ece = [], 0.0
+    for i in range(bins):
+        m = (conf >= edges[i]) & ((conf < edges[i + 1]) if i < bins - 1 else (conf <= 1.0))
+        if m.any():
+            table.append((float(edges[i]), float(conf[m].mean()), float(right[m].mean()), int(m.sum())))
+            ece += m.sum() / len(y) * abs(conf[m].mean() - right[m].mean())
+    return float(ece), table
+
+
+def score(p_global: np.ndarray, y: np.ndarray, threshold: float) -> Scores:
+    pred = (p_global >= 0.5).astype(int)
+    right = pred == y
+    both = np.maximum(p_global, 1 - p_global) < threshold
+    loc, glo = y == 0, y == 1
+    return Scores(len(y), float(right.mean()), float(right[loc].mean()) if loc.any() else 0.0,
+                  float(right[glo].mean()) if glo.any() else 0.0, float(both.mean()), float((right | both).mean()),
+                  reliability(p_global, y)[0])
+
+
+_CUE_PEER = re.compile(r"\b(?:" + "|".join(GENERIC_CUES) + r")\b", re.IGNORECASE)
+
+
+def cue_peer(question: str) -> str:
+    """The naive peer: global exactly when one of the generic cue words occurs."""
+    return "global" if _CUE_PEER.search(question) else "local"
+
+
+def choose_threshold(p_global: np.ndarray, max_both: float = MAX_BOTH_RATE) -> float:
+    """The highest confidence threshold (0.50 to 0.99) whose both-sides share stays at or below ``max_both``."""
+    conf = np.maximum(p_global, 1 - p_global)
+    chosen = 0.5
+    for t in np.arange(0.50, 0.995, 0.01):
+        if float((conf < t).mean()) <= max_both:
+            chosen = round(float(t), 2)
+    return chosen
+
+
+@dataclass
+class Dataset:
+    rows: list[LabeledQuestion]
+    evidence: np.ndarray  # (n, len(EVIDENCE_FEATURES))
+    embeddings: np.ndarray  # (n, 384)
+    y: np.ndarray
+
+    def take(self, mask: np.ndarray) -> "Dataset":
+        return Dataset([r for r, m in zip(self.rows, mask) if m], self.evidence[mask], self.embeddings[mask], self.y[mask])
+
+    def full_x(self) -> np.ndarray:
+        return np.hstack([self.embeddings, self.evidence])
+
+
+def build_dataset(rows: list[LabeledQuestion], corpora: dict[str, Path]) -> Dataset:
+    ev = np.array([e.vector() for e in evidence_for(rows, corpora)])
+    emb = embed_questions([r.question for r in rows])
+    return Dataset(rows, ev, emb, np.array([r.label for r in rows]))
+
+
+def train_weights(train: Dataset, training_info: dict) -> RouterWeights:  # type: ignore[type-arg]
+    folds = _folds(train.rows)
+    full, full_info = train_model(train.full_x(), train.y, folds, ("emb",) * train.embeddings.shape[1] + EVIDENCE_FEATURES)
+    evidence, ev_info = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
+    info = dict(training_info, n_train=len(train.rows), full=full_info, evidence=ev_info)
+    return RouterWeights(full, evidence, EMBEDDER_NAME, info)
+
+
+def predict_both(weights: RouterWeights, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
+    return weights.full.probability(data.full_x()), weights.evidence.probability(data.evidence)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, action="append", help="labeled JSONL file (repeatable)")
+    ap.add_argument("--corpus", action="append", default=[], help="NAME=FOLDER: index evidence for rows of that corpus")
+    ap.add_argument("--out", type=Path, default=WEIGHTS_PATH)
+    ap.add_argument("--check", action="store_true", help="fail if the trained weights differ from --out")
+    args = ap.parse_args(argv)
+    from threadpoolctl import threadpool_limits
+
+    corpora = dict(DEFAULT_CORPORA)
+    for item in args.corpus:
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not Path(folder).exists():
+            ap.error(f"--corpus expects NAME=FOLDER with an existing folder, got {item!r}")
+        corpora[name] = Path(folder)
+    paths = args.data or DEFAULT_DATA
+    rows = load_questions(paths)
+    with threadpool_limits(1):
+        data = build_dataset(rows, corpora)
+        dev_mask = np.array([r.dev for r in rows])
+        train, dev = data.take(~dev_mask), data.take(dev_mask)
+        info = {"files": sorted({r.file for r in rows}), "corpora": sorted(k for k in corpora if any(r.corpus == k for r in rows)),
+                "dev_share": 0.25, "n_dev": int(dev_mask.sum())}
+        weights = train_weights(train, info)
+        p_full, p_ev = predict_both(weights, dev)
+        threshold = choose_threshold(p_full)
+        weights.training["threshold_for_max_both_rate"] = {"max_both_rate": MAX_BOTH_RATE, "threshold": threshold}
+
+        print(HEADER)
+        peer = lambda d: np.array([1.0 if cue_peer(r.question) == "global" else 0.0 for r in d.rows])  # noqa: E731
+        print(score(p_full, dev.y, threshold).line("dev split: router (MiniLM + evidence)"))
+        print(score(p_ev, dev.y, threshold).line("dev split: router without embedder"))
+        print(score(peer(dev), dev.y, threshold).line("dev split: generic cue words (peer)"))
+        authors = sorted({r.author for r in rows if r.file.startswith("written")})
+        figures: dict[str, object] = {"dev": score(p_full, dev.y, threshold).accuracy, "threshold": threshold}
+        loao = []
+        for held in authors:
+            test_mask = np.array([r.author == held for r in rows])
+            fold_train = data.take(~test_mask & ~dev_mask)
+            w = train_weights(fold_train, {})
+            test = data.take(test_mask)
+            pf, pe = predict_both(w, test)
+            s = score(pf, test.y, threshold)
+            loao.append(s)
+            print(s.line(f"leave out {held}: router"))
+            print(score(pe, test.y, threshold).line(f"leave out {held}: without embedder"))
+            print(score(peer(test), test.y, threshold).line(f"leave out {held}: cue words (peer)"))
+        if loao:
+            n = sum(s.n for s in loao)
+            figures["leave_one_author_out"] = round(sum(s.accuracy * s.n for s in loao) / n, 4)
+            figures["leave_one_author_out_right_or_both"] = round(sum(s.right_or_both * s.n for s in loao) / n, 4)
+        old = np.array([not r.file.startswith("written") for r in rows])
+        if old.any() and (~old).any():
+            w = train_weights(data.take(~old & ~dev_mask), {})
+            test = data.take(old)
+            pf, pe = predict_both(w, test)
+            print(score(pf, test.y, threshold).line("older file, trained without it: router"))
+            print(score(peer(test), test.y, threshold).line("older file: cue words (peer)"))
+            figures["older_file_unseen"] = round(score(pf, test.y, threshold).accuracy, 4)
+        ece, table = reliability(p_full, dev.y)
+        print(f"calibration on the dev split (ECE {ece:.3f}): confidence bin, mean confidence, accuracy, n")
+        for low, conf, acc, cnt in table:
+            print(f"  [{low:.2f}, {low + 0.05:.2f})  {conf:.3f}  {acc:.3f}  {cnt}")
+        print(f"threshold for both_rate <= {MAX_BOTH_RATE} on the dev split: {threshold}")
+    if args.check:
+        shipped = RouterWeights.load(args.out)
+        same = (np.allclose(shipped.full.coef, weights.full.coef, rtol=1e-3, atol=1e-4)
+                and np.allclose(shipped.evidence.coef, weights.evidence.coef, rtol=1e-3, atol=1e-4))
+        print(json.dumps({"matches_shipped": bool(same), **figures}))
+        return 0 if same else 1
+    weights.save(args.out)
+    print(json.dumps({"weights": str(args.out.name), "bytes": args.out.stat().st_size, **figures}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
