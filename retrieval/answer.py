@@ -151,8 +151,8 @@ class Coverage:
 
 def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverage:
     """Content words of the question (framing words like "themes" or "summarize" left out) that occur in no
-    chunk, and the best chunk cosine. Not covered: the question has content words, none occurs, and no chunk is
-    within ``SEMANTIC_COVER`` of it (or there is no semantic embedder)."""
+    chunk, and the best chunk cosine. Not covered: with a semantic embedder, no chunk within ``SEMANTIC_COVER``
+    of the question and at least half its content words absent; without one, every content word absent."""
     content: dict[str, list[str]] = {}
     for word in re.findall(r"[\w][\w.'’-]*", question):
         if word.lower() in _FRAMING:
@@ -167,8 +167,11 @@ def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverag
         sims = index.vectors.matrix[live] @ qv.astype(np.float32)
         best = float(sims.max()) if sims.size else None
     missing = tuple(dict.fromkeys(content[t][0] for t in missing_terms))
-    none_found = bool(content) and len(missing_terms) == len(content)
-    covered = not (none_found and (best is None or best < SEMANTIC_COVER))
+    if best is None:
+        covered = not content or len(missing_terms) < len(content)
+    else:
+        # With meaning to go by: declined when no chunk is close and at most half its content words occur.
+        covered = best >= SEMANTIC_COVER or not content or len(missing_terms) < 0.5 * len(content)
     return Coverage(covered, missing, best)
 
 
@@ -369,11 +372,11 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     if not cover.covered:
         closeness = f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})" if cover.best_cosine is not None else ""
         text = ("The corpus does not seem to cover this question: "
-                f"none of {', '.join(repr(w) for w in cover.missing)} occurs in the indexed text{closeness}.")
+                f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text{closeness}.")
         return Answer(question, route, "offline", text, (), covered=False)
     points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv)
     answer = reduce_points(question, route, points, index, max_points)
-    if cover.missing:
+    if cover.missing and (cover.best_cosine is None or cover.best_cosine < SEMANTIC_COVER):
         note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}."
         answer = Answer(answer.question, answer.route, answer.mode, answer.text + "\n\n" + note, answer.citations,
                         answer.report_ids, answer.points, answer.covered)
