@@ -10,6 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from communities.drift_render import to_markdown
+from flows.params import published_workspace
 from strata.pipeline import drift_report, refresh_reports, write_drift_files
 from core.settings import StrataSettings
 
@@ -32,8 +33,11 @@ def drift_task(settings: StrataSettings, out_dir: str | None) -> dict[str, Any]:
 def drift_report_flow(data_dir: str | None = None, out_dir: str | None = None,
                       refresh_threshold: float | None = None) -> dict[str, Any]:
     settings = StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
-    refreshed = refresh_task(settings, refresh_threshold) if refresh_threshold is not None else None
-    result = drift_task(settings, out_dir)
-    result["refreshed"] = refreshed
+    published_workspace("data_dir", settings.data_dir)
+    refreshed = (refresh_task(settings, refresh_threshold, return_state=True)
+                 if refresh_threshold is not None else None)
+    # The report is made after the refresh: wait_for shows that order in the run graph.
+    result = drift_task(settings, out_dir, wait_for=[refreshed] if refreshed is not None else None)
+    result["refreshed"] = refreshed.result() if refreshed is not None else None
     print(f"drift: {result['totals']}")
     return result

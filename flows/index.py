@@ -18,7 +18,9 @@ from core.records import Chunk, Document
 from core.settings import StrataSettings
 from extraction.chunking import chunk_document
 from extraction.loader import load_folder
+from flows.params import existing_folder
 from strata.pipeline import record_drift
+from strata.runmetrics import RunFigures
 from extraction.types import ExtractionResult
 from prefect.utilities.annotations import unmapped
 from strata.stages import (IndexSession, batch_chunks, chunks_to_embed, embed_unit, extract_unit, open_session,
@@ -100,36 +102,46 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
     session = open_session(folder, settings, loaded, full=full)
     try:
         changes = stage_plan(session, loaded, prune)
-        remove_task(session, list(changes.deleted) + [d.id for d in changes.changed])
+        # Counts are small integers, which Prefect cannot trace through values: the order of the stages is made
+        # visible in the run graph with wait_for on the states of the tasks before.
+        removed = remove_task(session, list(changes.deleted) + [d.id for d in changes.changed], return_state=True)
         todo = list(changes.new) + list(changes.changed)
         if distributed:
             planned = plan_batches(todo, settings)
-            results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings))
+            results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings), wait_for=[removed])
+            upstream: list[Any] = list(results)
             extracted = [stage_extracted(session, b, r.result()) for b, r in zip(planned, results)]
             name, units = chunks_to_embed(session)
             vectors = embed_unit_task.map([[c.text for c in u] for u in units], unmapped(settings))
             for unit, v in zip(units, vectors):
                 save_vectors(session, name, unit, v.result())  # type: ignore[arg-type]
         else:
-            extracted = [extract_task(session, batch) for batch in batches(session, todo)]
+            states = [extract_task(session, batch, wait_for=[removed], return_state=True)
+                      for batch in batches(session, todo)]
+            extracted = [s.result() for s in states]
+            upstream = states
         # Each task takes its predecessor's result, so the run graph shows the stages in order.
-        snapshot = merge_task(session, extracted)
+        snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
         communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
-        written = reports_task(session, snapshot, communities, report_policy)
-        chunks = index_task(session, written)
-        run = publish_task(session, snapshot, communities, chunks)
+        written = reports_task(session, snapshot, communities, report_policy, return_state=True)
+        chunks = index_task(session, written.result(), wait_for=[written], return_state=True)
+        run = publish_task(session, snapshot, communities, chunks.result(), wait_for=[chunks])
     finally:
         session.close()
     if run["published"]:
         record_drift(settings)
     logger = get_run_logger()
+    figures = RunFigures.of(run, settings.llm)
     logger.info("indexed %s in %s mode: %s new, %s changed, %s deleted; %s chunks extracted, %s failed; "
-                "%s reports written, %s kept", folder, run["mode"], run["new"], run["changed"], run["deleted"],
-                run["chunks_extracted"], run["failed_chunks"], run["reports_written"], run["reports_kept"])
+                "%s reports written, %s kept; %s in the ledger; %s LLM calls, %.4f USD", folder, run["mode"],
+                run["new"], run["changed"], run["deleted"], run["chunks_extracted"], run["failed_chunks"],
+                run["reports_written"], run["reports_kept"], figures.ledger_failures, sum(figures.llm_calls.values()),
+                figures.llm_cost_usd)
+    for stage, seconds in figures.stage_seconds.items():
+        logger.info("stage %s: %.3f s", stage, seconds)
     rows = "\n".join(f"| {k} | {run[k]} |" for k in (
-        "mode", "store", "documents", "new", "changed", "deleted", "unchanged", "chunks_extracted", "failed_chunks",
-        "entities", "relations", "communities", "reports_written", "reports_kept", "report_fallbacks", "generation",
-        "published", "seconds"))
+        "mode", "store", "documents", "entities", "relations", "communities", "reports_kept"))
+    rows += "\n" + "\n".join(f"| {what} | {value} |" for what, value in figures.rows())
     create_markdown_artifact(key="strata-index-run", markdown=f"## Strata index run: {folder}\n\n| what | value |\n|---|---|\n{rows}\n")
     return run
 
@@ -180,4 +192,4 @@ def index_flow(folder: str, data_dir: str | None = None, workers: int | None = N
     """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run. With
     ``workers`` > 1 (or ``STRATA_COMPUTE__WORKERS``, or ``STRATA_COMPUTE__DASK_ADDRESS``) extraction and embedding
     run on Dask workers."""
-    return run_flow(folder, data_dir, "changed", True, workers)
+    return run_flow(existing_folder("folder", folder), data_dir, "changed", True, workers)

@@ -12,11 +12,12 @@ from typing import Any
 from prefect import flow
 
 from flows.index import run_flow
+from flows.params import FlowParameterError, existing_folder
 
 
 @flow(name="strata-reindex", log_prints=True)
 def reindex_flow(folder: str, data_dir: str | None = None, report_policy: str = "changed", prune: bool = True,
                  workers: int | None = None) -> dict[str, Any]:
     if report_policy not in ("changed", "missing"):
-        raise ValueError(f"report_policy must be 'changed' or 'missing', got {report_policy!r}")
-    return run_flow(folder, data_dir, report_policy, prune, workers)
+        raise FlowParameterError(f"parameter 'report_policy': must be 'changed' or 'missing', got {report_policy!r}")
+    return run_flow(existing_folder("folder", folder), data_dir, report_policy, prune, workers)
