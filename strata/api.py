@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Literal, TypeVar
 
 from fastapi import FastAPI, Query, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,12 +35,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from core.settings import ServerSettings, StrataSettings
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, QueryText
 from retrieval.filters import MetadataFilter, limit_errors, tidy_filter_error
+from strata.qcache import QueryCache, ask_key, memory_body_tail, memory_query_key, with_query_id
+from strata.telemetry import (METRICS_CONTENT_TYPE, ApiMetrics, ServingCollector, TelemetryMiddleware, note_cache,
+                              note_rejection)
 
 if TYPE_CHECKING:
     from strata.engine import Engine
 
 T = TypeVar("T")
-OPEN_PATHS = frozenset({"/v1/health", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset({"/v1/health", "/v1/ready", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 # The console page, its script and style, and the docs' assets hold no data: a browser must load them before
 # the user can enter a key. Every data route still needs the key.
 OPEN_PREFIXES = ("/console/", "/docs-assets/")
@@ -93,6 +97,7 @@ def error_response(status: int, items: list[tuple[list[Any], str, str]], headers
 
 async def _send_error(send: Send, status: int, loc: list[Any], msg: str, type_: str,
                       headers: dict[str, str] | None = None) -> None:
+    note_rejection(type_)
     body = error_body([(loc, msg, type_)])
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
@@ -106,6 +111,7 @@ class GuardMiddleware:
     def __init__(self, app: ASGIApp, server: ServerSettings, keys: list[str]) -> None:
         self.app = app
         self.max_body = server.max_body_bytes
+        self.open_paths = OPEN_PATHS | ({"/metrics"} if server.metrics_open else set())
         # Keys are compared as digests, in constant time, all of them every time.
         self.key_digests = [hashlib.sha256(k.encode("utf-8")).digest() for k in keys]
 
@@ -124,7 +130,7 @@ class GuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        open_path = scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES)
+        open_path = scope["path"] in self.open_paths or scope["path"].startswith(OPEN_PREFIXES)
         if self.key_digests and not open_path and not self._authorized(scope):
             await _send_error(send, 401, ["header", "authorization"],
                               "a valid API key is required: send 'Authorization: Bearer KEY'", "unauthorized",
@@ -288,6 +294,9 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     server = settings.server
     holder = EngineHolder(settings)
     limiter = WorkLimiter(server)
+    cache = QueryCache(settings.cache) if settings.cache.enabled else None
+    metrics = ApiMetrics()
+    metrics.registry.register(ServingCollector(lambda: holder.engine, cache, Path(settings.data_dir)))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -302,10 +311,13 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     app = FastAPI(title="Strata", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="GraphRAG memory over a corpus. Errors: `{detail: [{loc, msg, type}]}`.")
     app.add_middleware(GuardMiddleware, server=server, keys=server.keys())
-    app.state.holder = holder
+    # Added last, so outermost: it sees every request, the guard's refusals included.
+    app.add_middleware(TelemetryMiddleware, metrics=metrics, routes=lambda: app.router.routes)
+    app.state.holder, app.state.cache, app.state.metrics = holder, cache, metrics
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> Response:
+        note_rejection(exc.type)
         return error_response(exc.status, [(exc.loc, exc.msg, exc.type)], exc.headers)
 
     @app.exception_handler(RequestValidationError)
@@ -345,35 +357,79 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
         return {"status": "ok" if engine is not None else "no_index", "index_loaded": engine is not None,
                 "index_generation": engine.generation if engine is not None else None}
 
+    @app.get("/v1/ready", responses={503: {"model": ErrorResponse, "description": "no index generation loaded yet"}})
+    def ready() -> dict[str, Any]:
+        """Readiness: 200 once an index generation is loaded, 503 saying why until then (``/v1/health`` is
+        liveness and answers 200 whenever the process serves)."""
+        engine = holder.engine
+        if engine is None:
+            holder.load()  # a generation published since start-up is picked up (at most once per poll interval)
+            engine = holder.engine
+        if engine is None:
+            raise ApiError(503, [], f"not ready: no index generation loaded ({holder.error or 'loading'})",
+                           "not_ready", {"Retry-After": str(server.retry_after_s)})
+        return {"status": "ready", "index_generation": engine.generation}
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
+
     @app.post("/v1/memory/query", response_model=MemoryQueryResponse, responses=ERRORS)
     async def memory_query(request: MemoryQueryRequest) -> Response:
         check_text(["body", "search_text"], request.search_text)
         check_filter(request.metadata_filter)
         engine = holder.get()
-        return _json(await limiter.run(lambda: engine.query(request)))
+        if cache is None:
+            return _json(await limiter.run(lambda: engine.query(request)))
+        # Looked up before taking a worker slot: a hit costs no thread hop and no search.
+        key, normalized = memory_query_key(request)
+        generation = engine.generation
+        tail = cache.get(generation, key)
+        note_cache("hit" if tail is not None else "miss", generation)
+        if tail is None:
+            response = await limiter.run(lambda: engine.query(normalized))
+            tail = memory_body_tail(response)
+            if tail is None:
+                return _json(response.model_copy(update={"query_id": request.query_id}))
+            if response.index_generation is not None:
+                cache.put(response.index_generation, key, tail)
+        return Response(with_query_id(tail, request.query_id), media_type="application/json")
 
     @app.post("/v1/ask", responses=ERRORS)
-    async def ask(request: AskRequest) -> dict[str, Any]:
+    async def ask(request: AskRequest) -> Any:
         from core.store import StoreError
 
         check_text(["body", "question"], request.question)
         check_filter(request.metadata_filter)
         engine = holder.get()
+        key, question = ask_key(request.question, request.mode, request.metadata_filter)
+        generation = engine.generation
+        if cache is not None:
+            body = cache.get(generation, key)
+            note_cache("hit" if body is not None else "miss", generation)
+            if body is not None:
+                return Response(body, media_type="application/json")
 
         def work() -> dict[str, Any]:
-            if request.metadata_filter and engine.route(request.question, request.mode).route == "global":
+            if request.metadata_filter and engine.route(question, request.mode).route == "global":
                 raise ApiError(422, ["body", "metadata_filter"],
                                "a metadata filter applies to local answers only (a global answer summarizes the "
                                "whole corpus): drop the filter or ask with mode 'local'", "filter_not_applicable")
             try:
-                return engine.ask(request.question, request.mode, request.metadata_filter or None).to_dict()
+                return engine.ask(question, request.mode, request.metadata_filter or None).to_dict()
             except StoreError as exc:
                 raise ApiError(503, [], f"the graph store is unavailable: {exc}", "store_unavailable",
                                {"Retry-After": "30"}) from exc
             except ValueError as exc:
                 raise ApiError(422, ["body"], str(exc), "value_error") from exc
 
-        return await limiter.run(work)
+        answer = await limiter.run(work)
+        if cache is None:
+            return answer
+        body = JSONResponse(jsonable_encoder(answer)).body  # what FastAPI would send for the dict
+        if isinstance(answer.get("index_generation"), int):
+            cache.put(answer["index_generation"], key, bytes(body))
+        return Response(body, media_type="application/json")
 
     @app.get("/v1/drift", responses={**ERRORS, 404: {"model": ErrorResponse, "description": "no drift report yet"}})
     async def drift(refresh: bool = Query(False, description="recompute the report now (and write it) instead of "

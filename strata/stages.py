@@ -31,6 +31,7 @@ from extraction.resolution import resolve
 from extraction.types import ExtractionResult, Extractor
 from retrieval.index import ChunkIndex
 from strata.generations import open_index, previous_state, write_generation
+from strata.runmetrics import record_index_run, timed_stage
 from strata.workspace import RunLock, Workspace
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ class IndexRun:
     recovered: bool = False
     seconds: float = 0.0
     started_at: str = ""
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # seconds per stage (a batched stage summed)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -220,6 +222,7 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
                         lock, recovering, full)
 
 
+@timed_stage("plan")
 def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
     """Compare the folder with the store: new, changed, deleted and unchanged documents."""
     store = session.store
@@ -233,6 +236,7 @@ def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> Change
     return changes
 
 
+@timed_stage("remove")
 def stage_remove(session: IndexSession, document_ids: Sequence[str]) -> None:
     """Delete what deleted and changed documents contributed to the store."""
     for doc_id in document_ids:
@@ -321,6 +325,7 @@ def write_documents(session: IndexSession, docs: Sequence[Document], batch_size:
     return done, failed
 
 
+@timed_stage("extract")
 def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     """Chunk, extract and store a batch of documents in this process; returns chunks done."""
     done, failed = write_documents(session, docs)
@@ -329,6 +334,7 @@ def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     return done
 
 
+@timed_stage("extract")
 def stage_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
     """Store one batch extracted elsewhere (a Dask worker); returns chunks done."""
     store_placeholders(session, batch)
@@ -387,6 +393,7 @@ def save_vectors(session: IndexSession, embedder_name: str, chunks: Sequence[Chu
     session.progress("embed", len(chunks), None)
 
 
+@timed_stage("merge")
 def stage_merge(session: IndexSession) -> GraphSnapshot:
     """Set every entity's and relation's merged fields from all stored extractions in chunk-id order (the
     result depends on the set of inputs, not on the order documents arrived in); returns the graph."""
@@ -408,6 +415,7 @@ def stage_merge(session: IndexSession) -> GraphSnapshot:
     return snapshot
 
 
+@timed_stage("communities")
 def stage_communities(session: IndexSession, snapshot: GraphSnapshot, graph_changed: bool = True) -> list[Community]:
     """Hierarchical Leiden, starting from the communities of the last published generation (ids carried over by
     overlap; only what changed since is re-clustered). When nothing changed, that generation's communities
@@ -427,6 +435,7 @@ def stage_communities(session: IndexSession, snapshot: GraphSnapshot, graph_chan
     return communities
 
 
+@timed_stage("reports")
 def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: Sequence[Community],
                   policy: str = "changed", force: Sequence[str] = ()) -> None:
     """Write the reports the policy asks for (see :func:`write_reports`); with policy ``changed`` the reports
@@ -460,6 +469,7 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
     session.run.report_fallbacks += len(failures)
 
 
+@timed_stage("index")
 def stage_index(session: IndexSession) -> ChunkIndex:
     """The chunk index of the next generation: the published one brought in line with the store's chunks
     (changed and new chunks embedded, vectors of known text from the cache), rows in chunk-id order."""
@@ -482,6 +492,7 @@ def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: S
     ws, run = session.ws, session.run
     assert session.index is not None, "stage_index runs before stage_publish"
     session.progress("publish", 0, None)
+    publish_started = time.perf_counter()
     run.failures = session.ledger.entries()
     if session.client is not None:
         run.llm_usage = session.client.usage.to_dict()
@@ -491,7 +502,9 @@ def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: S
                                                      session.settings.index.keep_generations,
                                                      step=lambda: session.progress("publish", 1, 3))
     ws.pending_path.unlink(missing_ok=True)
+    run.stage_seconds["publish"] = round(time.perf_counter() - publish_started, 3)
     run.seconds = round(time.perf_counter() - session.started, 3)
     with open(ws.runs_path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(run.to_dict()) + "\n")
+    record_index_run(ws.root, run.to_dict(), session.settings.llm)  # <data-dir>/metrics/index.prom and a log line
     return run

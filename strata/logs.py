@@ -1,0 +1,83 @@
+"""Structured logs for ``strata serve`` and index runs: one JSON object a line (``log.format = "json"``) or
+plain text (``"text"``), at ``log.level``.
+
+A line carries a timestamp, level, logger, message and the event's fields (``log_event(..., route=..., ms=...)``);
+inside a request it also carries the request's id. What is logged is chosen at the call site: counts, ids,
+routes, timings, never a request body, a query or document text at INFO. As a last guard, fields named like
+secrets are replaced by ``[redacted]``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from contextvars import ContextVar
+from typing import Any
+
+from core.settings import LogSettings
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("strata_request_id", default=None)
+SECRET_FIELDS = frozenset({"authorization", "api_key", "api_keys", "password", "secret", "cookie"})
+_HANDLER_NAME = "strata-structured"
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    fields = dict(getattr(record, "fields", None) or {})
+    rid = REQUEST_ID.get()
+    if rid is not None and "request_id" not in fields:
+        fields["request_id"] = rid
+    return {k: "[redacted]" if k.lower() in SECRET_FIELDS else v for k, v in fields.items()}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ts (UTC, ISO 8601 with milliseconds), level, logger, msg, then the fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+        out: dict[str, Any] = {"ts": ts, "level": record.levelname.lower(), "logger": record.name,
+                               "msg": record.getMessage()}
+        out.update(_fields(record))
+        if record.exc_info and record.exc_info[0] is not None:
+            out["error"] = record.exc_info[0].__name__
+            out["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """``TIME LEVEL logger: message key=value ...`` for a terminal."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        fields = _fields(record)
+        if fields:
+            line += " " + " ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in fields.items())
+        return line
+
+
+def configure_logging(settings: LogSettings, stream: Any = None) -> logging.Handler:
+    """Send every logger's records (Strata's, uvicorn's) through one handler in the configured format; calling
+    it again replaces that handler, so it is safe to call once per server process or test."""
+    root = logging.getLogger()
+    for h in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
+        root.removeHandler(h)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_HANDLER_NAME)
+    handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
+    root.addHandler(handler)
+    root.setLevel(settings.level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        # uvicorn's own handlers (when it configured any) would print its lines a second time, unformatted.
+        logging.getLogger(name).handlers.clear()
+        logging.getLogger(name).propagate = True
+    return handler
+
+
+def log_event(logger: logging.Logger, msg: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log ``msg`` with structured ``fields`` (kept apart from the message, so JSON lines stay machine-readable)."""
+    if logger.isEnabledFor(level):
+        logger.log(level, msg, extra={"fields": fields})

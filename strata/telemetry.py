@@ -1,0 +1,228 @@
+"""What ``strata serve`` tells its operators: Prometheus metrics and one structured log line per request.
+
+:class:`TelemetryMiddleware` wraps the whole app. Each request gets an id (the caller's ``X-Request-ID`` when it
+is a plain token, else a fresh one), echoed in the ``X-Request-ID`` response header and carried by every log
+line written while the request runs; when it ends, one line (``strata.request``: method, route, status,
+milliseconds, cache, generation; never the body) is logged and the metrics are updated. Metrics live in a
+registry of the app's own (two apps in one process never share counters):
+
+* ``strata_http_requests_total{route,method,status}``, ``strata_http_request_duration_seconds{route}``
+  (a histogram), ``strata_http_requests_in_flight``, ``strata_http_rejected_total{reason}`` (auth, body size,
+  content type, configured limits, concurrency, timeout);
+* at scrape time (:class:`ServingCollector`): the serving generation, its age and its chunks, entities,
+  relations, communities and reports, the embedder and its state, the query cache's hits, misses, size and hit
+  ratio, and the last index run's figures from ``<data-dir>/metrics/index.prom``.
+
+Routes are labelled by their template (``/v1/chunks/{chunk_id:path}``), so the label set stays bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from starlette.routing import BaseRoute, Match
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from strata.logs import REQUEST_ID, log_event
+from strata.qcache import QueryCache
+from strata.runmetrics import read_index_metrics
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+access_log = logging.getLogger("strata.request")
+METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
+# The error types of the refusals counted as rejected, by the reason label they are counted under.
+REJECTIONS = {"unauthorized": "auth", "body_too_large": "body_size", "unsupported_media_type": "content_type",
+              "invalid_header": "bad_header", "string_too_long": "limits", "filter_too_large": "limits",
+              "overloaded": "concurrency", "timeout": "timeout"}
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+_REQUEST_ID_OK = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+
+
+@dataclass
+class RequestNotes:
+    """What the app notes about the request it is serving, read by the middleware when the request ends."""
+
+    rejected: str | None = None
+    cache: str | None = None
+    generation: int | None = None
+
+
+NOTES: ContextVar[RequestNotes | None] = ContextVar("strata_request_notes", default=None)
+
+
+def note_rejection(error_type: str) -> None:
+    """Called wherever a refusal is sent: counted as rejected when its type is one of :data:`REJECTIONS`."""
+    notes = NOTES.get()
+    if notes is not None and error_type in REJECTIONS:
+        notes.rejected = REJECTIONS[error_type]
+
+
+def note_cache(outcome: str, generation: int | None) -> None:
+    notes = NOTES.get()
+    if notes is not None:
+        notes.cache, notes.generation = outcome, generation
+
+
+class ApiMetrics:
+    """The request metrics of one app, in their own registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("strata_http_requests", "HTTP requests by route template, method and status",
+                                ["route", "method", "status"], registry=r)
+        self.latency = Histogram("strata_http_request_duration_seconds", "time to answer a request, by route",
+                                 ["route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.in_flight = Gauge("strata_http_requests_in_flight", "requests being served now", registry=r)
+        self.rejected = Counter("strata_http_rejected", "requests refused by a guard, by reason", ["reason"],
+                                registry=r)
+        for reason in sorted(set(REJECTIONS.values())):
+            self.rejected.labels(reason)  # every reason shows, at 0, before its first rejection
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class TelemetryMiddleware:
+    """Request id, metrics and one log line per request (the outermost of the app's middleware)."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics, routes: Callable[[], Iterable[BaseRoute]]) -> None:
+        self.app, self.metrics, self.routes = app, metrics, routes
+
+    def _route(self, scope: Scope) -> str:
+        route = scope.get("route")
+        if route is None:  # refused before routing (a missing key): find the route it was meant for
+            partial = None
+            for candidate in self.routes():
+                match, _ = candidate.matches(scope)
+                if match == Match.FULL:
+                    route = candidate
+                    break
+                if match == Match.PARTIAL and partial is None:
+                    partial = candidate
+            route = route or partial
+        return str(getattr(route, "path", None) or "unmatched")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"").decode("latin-1")
+        rid = given if _REQUEST_ID_OK.fullmatch(given) else uuid.uuid4().hex
+        rid_token, notes = REQUEST_ID.set(rid), RequestNotes()
+        notes_token = NOTES.set(notes)
+        status = 500  # unless a response starts: an exception escaped to the server's error handler
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", ()), (b"x-request-id", rid.encode())]}
+            await send(message)
+
+        m = self.metrics
+        m.in_flight.inc()
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            seconds = time.perf_counter() - start
+            m.in_flight.dec()
+            route = self._route(scope)
+            m.requests.labels(route, scope["method"], str(status)).inc()
+            m.latency.labels(route).observe(seconds)
+            if notes.rejected:
+                m.rejected.labels(notes.rejected).inc()
+            fields: dict[str, Any] = {"event": "request", "method": scope["method"], "route": route,
+                                      "path": scope["path"][:256], "status": status, "ms": round(seconds * 1000, 2)}
+            if notes.cache:
+                fields["cache"] = notes.cache
+            if notes.generation is not None:
+                fields["generation"] = notes.generation
+            if notes.rejected:
+                fields["rejected"] = notes.rejected
+            log_event(access_log, f"{scope['method']} {route} {status}",
+                      logging.WARNING if status >= 500 else logging.INFO, **fields)
+            NOTES.reset(notes_token)
+            REQUEST_ID.reset(rid_token)
+
+
+def _age_seconds(created_at: Any) -> float | None:
+    try:
+        return max(0.0, time.time() - datetime.strptime(str(created_at), "%Y-%m-%dT%H:%M:%S%z").timestamp())
+    except ValueError:
+        return None
+
+
+class ServingCollector:
+    """Metrics read at scrape time: the serving generation, the embedder, the query cache, the last index run."""
+
+    def __init__(self, engine: Callable[[], Any], cache: QueryCache | None, data_dir: Path) -> None:
+        self.engine, self.cache, self.data_dir = engine, cache, Path(data_dir)
+
+    def describe(self) -> list["Metric"]:
+        return []  # nothing to check at registration: these names are the collector's alone
+
+    def collect(self) -> Iterator["Metric"]:
+        engine = self.engine()
+        yield GaugeMetricFamily("strata_index_loaded", "1 when an index generation is loaded and served",
+                                value=1.0 if engine is not None else 0.0)
+        if engine is not None:
+            snap = engine.current
+            m = snap.manifest
+            yield GaugeMetricFamily("strata_index_generation", "the index generation being served",
+                                    value=float(snap.number))
+            age = _age_seconds(m.get("created_at"))
+            if age is not None:
+                yield GaugeMetricFamily("strata_index_generation_age_seconds",
+                                        "seconds since the serving generation was written", value=age)
+            for what in ("chunks", "entities", "relations", "communities", "reports"):
+                yield GaugeMetricFamily(f"strata_index_{what}", f"{what} in the serving generation",
+                                        value=float(m.get(what) or 0))
+            yield GaugeMetricFamily("strata_index_reload_failing", "1 when the last attempt to load a newer "
+                                                                   "generation failed", value=float(bool(engine.reload_error)))
+            index = snap.index
+            embedder = index.embedder
+            state = "none" if embedder is None else ("dense" if index.default_dense_weight > 0 else "lexical_only")
+            info = GaugeMetricFamily("strata_embedder_info", "the query embedder and its state (dense: fused with "
+                                     "BM25 by default; lexical_only: loaded but not used by default; none)",
+                                     labels=["embedder", "state"])
+            info.add_metric([index.dense_name, state], 1.0)
+            yield info
+            yield GaugeMetricFamily("strata_embedder_default_dense_weight", "the dense share of a default search",
+                                    value=float(index.default_dense_weight))
+        if self.cache is not None:
+            yield from self._cache_families()
+        yield from read_index_metrics(self.data_dir)
+
+    def _cache_families(self) -> Iterator["Metric"]:
+        assert self.cache is not None
+        s = self.cache.stats()
+        kinds = sorted(set(s.hits) | set(s.misses) | {"memory", "ask"})
+        hits = CounterMetricFamily("strata_query_cache_hits", "query cache hits by kind", labels=["kind"])
+        misses = CounterMetricFamily("strata_query_cache_misses", "query cache misses by kind", labels=["kind"])
+        for k in kinds:
+            hits.add_metric([k], s.hits.get(k, 0))
+            misses.add_metric([k], s.misses.get(k, 0))
+        yield hits
+        yield misses
+        yield CounterMetricFamily("strata_query_cache_evictions", "entries evicted to stay within the bounds",
+                                  value=s.evictions)
+        yield GaugeMetricFamily("strata_query_cache_entries", "responses in the query cache", value=s.entries)
+        yield GaugeMetricFamily("strata_query_cache_bytes", "bytes held by the query cache", value=s.bytes)
+        yield GaugeMetricFamily("strata_query_cache_max_bytes", "the cache's byte bound (cache.max_bytes)",
+                                value=s.max_bytes)
+        yield GaugeMetricFamily("strata_query_cache_hit_ratio", "hits over lookups since the server started",
+                                value=s.hit_ratio)
