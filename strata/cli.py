@@ -89,6 +89,10 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     try:
         settings = StrataSettings(**_flags(args))
         settings.llm_mode  # validates the llm section against the mode
+        if settings.log.format == "json":  # machine-read logs: index stages and runs as JSON lines on stderr
+            from strata.logs import configure_logging
+
+            configure_logging(settings.log)
         return settings
     except (ValidationError, ValueError) as exc:
         raise CliError(f"invalid settings: {settings_problem(exc)}", EXIT_BAD_INPUT) from exc

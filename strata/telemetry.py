@@ -2,7 +2,7 @@
 
 :class:`TelemetryMiddleware` wraps the whole app. Each request gets an id (the caller's ``X-Request-ID`` when it
 is a plain token, else a fresh one), echoed in the ``X-Request-ID`` response header and carried by every log
-line written while the request runs; when it ends, one line (``strata.request``: method, route, status,
+line written while the request runs (a cacheable request also gets ``X-Cache: hit`` or ``miss``); when it ends, one line (``strata.request``: method, route, status,
 milliseconds, cache, generation; never the body) is logged and the metrics are updated. Metrics live in a
 registry of the app's own (two apps in one process never share counters):
 
@@ -129,7 +129,10 @@ class TelemetryMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()), (b"x-request-id", rid.encode())]}
+                extra = [(b"x-request-id", rid.encode())]
+                if notes.cache:
+                    extra.append((b"x-cache", notes.cache.encode()))
+                message = {**message, "headers": [*message.get("headers", ()), *extra]}
             await send(message)
 
         m = self.metrics

@@ -216,6 +216,7 @@ def test_cache_serves_repeats_and_a_new_generation_invalidates(tmp_path: Path) -
         again = c.post("/v1/memory/query", json={**QUERY, "search_text": "  HTTP 504\n billing-service "})
         other_id = c.post("/v1/memory/query", json={**QUERY, "query_id": "q-2"})
         assert first.status_code == 200 and again.content == first.content
+        assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
         assert other_id.json() == {**first.json(), "query_id": "q-2"}
         a1, a2 = c.post("/v1/ask", json=ask), c.post("/v1/ask", json=ask)
         assert a1.status_code == 200 and a2.content == a1.content
