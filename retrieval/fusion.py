@@ -45,7 +45,10 @@ _LEXICAL = re.compile(r"\b[A-Z]{2,}[A-Z0-9_-]*\b|\b\w*\d\w*\b|\b\w+[_.-]\w+\b|\b
 _WORD = re.compile(r"[^\W\d_][\w'’.-]*")
 NAME_LOOKUP = 1e6
 _STARTERS = {"what", "who", "whom", "whose", "when", "where", "why", "how", "which", "is", "are", "was", "were", "do",
-             "does", "did", "can", "could", "should", "tell", "list", "show", "find", "give", "the", "a", "an", "in", "on"}
+             "does", "did", "can", "could", "should", "tell", "list", "show", "find", "give", "the", "a", "an", "in", "on",
+             # Polish question words and prepositions that open a question ("Kto napisał ...", "W którym roku ...")
+             "kto", "co", "czego", "czym", "jak", "jaki", "jaka", "jakie", "gdzie", "kiedy", "dlaczego", "czemu", "który",
+             "która", "które", "którym", "ile", "czy", "w", "we", "z", "ze", "na", "o", "od", "do", "po", "przez", "dla"}
 
 
 def lexical_cues(query: str) -> float:

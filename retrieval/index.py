@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Protocol, Sequence
 import numpy as np
 
 from retrieval.bm25 import BM25Index
+from retrieval.e5 import XLMR_LANGUAGES, E5Embedder
 from retrieval.embed import Embedder, embedder_languages, make_embedder
 from retrieval.language import UNDETERMINED, describe_language, detect_language, dominant, uncovered
 from retrieval.vector_cache import VectorCache
@@ -165,7 +166,8 @@ class ChunkIndex:
         if not gaps:
             return text + f" (all read by {self.embedder.name})"
         names = ", ".join(describe_language(g) for g in gaps)
-        return text + f"; {self.embedder.name} does not read {names}: BM25 alone ranks those by default"
+        hint = " (embedder e5 reads them)" if set(gaps) <= XLMR_LANGUAGES and self.embedder.name != E5Embedder.name else ""
+        return text + f"; {self.embedder.name} does not read {names}: BM25 alone ranks those by default" + hint
 
     def describe(self) -> str:
         """Which engines a default search uses, in words (printed by the CLI), with the corpus's languages."""
