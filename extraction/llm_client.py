@@ -18,7 +18,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import openai
 from pydantic import BaseModel, ValidationError
@@ -251,6 +251,55 @@ class LLMClient:
             if self.cache is not None and text:
                 self.cache.put(key, s.model, text, tin, tout)
             return result
+
+    def stream(self, stage: str, messages: Sequence[Message]) -> Iterator[str]:
+        """The answer to ``messages`` as text deltas as the endpoint sends them (``stream=True``); a cached answer
+        comes as one delta. Retries as :meth:`complete` until the first delta; a failure after it raises
+        LLMError (what was sent cannot be taken back). The whole answer is cached and counted at the end."""
+        key = self.key(messages, False)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.usage.add(stage, cache_hits=1)
+                yield hit[0]
+                return
+        s = self.settings
+        prompt_tokens = sum(estimate_tokens(m["content"]) for m in messages)
+        attempt = 0
+        parts: list[str] = []
+        with self._slots:
+            while True:
+                self._limiter.acquire(prompt_tokens + s.max_tokens // 4)
+                try:
+                    chunks = iter(self.client.chat.completions.create(
+                        model=s.model, messages=list(messages), temperature=s.temperature, max_tokens=s.max_tokens,
+                        stream=True))
+                    first = next(chunks, None)
+                    break
+                except Exception as exc:  # noqa: BLE001 - classified as in complete()
+                    if not _retryable(exc) or attempt >= s.max_retries:
+                        self.usage.add(stage, failures=1)
+                        raise LLMError(f"{stage}: {type(exc).__name__}: {exc}") from exc
+                    delay = _retry_after(exc)
+                    attempt += 1
+                    self.usage.add(stage, retries=1)
+                    self._sleep(min(delay if delay is not None else
+                                    self._rng.uniform(0, min(30.0, 0.5 * 2 ** (attempt - 1))), 60.0))
+            try:
+                chunk = first
+                while chunk is not None:
+                    delta = chunk.choices[0].delta.content if chunk.choices else None
+                    if delta:
+                        parts.append(delta)
+                        yield delta
+                    chunk = next(chunks, None)
+            except Exception as exc:  # noqa: BLE001 - the stream broke after text was sent
+                self.usage.add(stage, failures=1)
+                raise LLMError(f"{stage}: the stream broke: {type(exc).__name__}: {exc}") from exc
+        text = "".join(parts)
+        self.usage.add(stage, calls=1, input_tokens=prompt_tokens, output_tokens=estimate_tokens(text))
+        if self.cache is not None and text:
+            self.cache.put(key, s.model, text, prompt_tokens, estimate_tokens(text))
 
     def close(self) -> None:
         if self.cache is not None:

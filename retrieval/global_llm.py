@@ -2,13 +2,14 @@
 
 Map: the reports most relevant to the question (ranked as in the offline path) are each asked for the points
 that help answer it, with a 0-100 score. Reduce: the best points, each tagged with its report and chunks, go to
-one final prompt. The answer cites the chunks of the reports whose points were used.
+one final prompt, whose answer can be streamed. The answer cites the chunks of the reports whose points were
+used.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -40,7 +41,9 @@ def _report_text(r: Report) -> str:
 
 def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Report], index: ChunkIndex,
                       client: LLMClient, level: int | None, max_reports: int, token_budget: int = 2500,
-                      prompts_dir=None) -> Answer:  # type: ignore[no-untyped-def]
+                      prompts_dir=None, on_delta: Callable[[str], None] | None = None) -> Answer:  # type: ignore[no-untyped-def]
+    """The map-reduce answer. With ``on_delta`` the reduce step is streamed: each piece of the answer's text is
+    passed to it as the endpoint sends it (the returned Answer holds the whole text)."""
     selected = pick_level(reports, level)
     if not selected:
         return Answer(question, route, "llm", "No community reports are indexed yet.", ())
@@ -71,11 +74,24 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
         cited_reports.append(report)
     if not lines:
         return Answer(question, route, "llm", "The community reports hold nothing that answers this question.", ())
+    messages = [{"role": "user", "content": reduce_prompt.render(question=question, points="\n".join(lines))}]
+    sent: list[str] = []
     try:
-        text = client.complete("global_reduce", [{"role": "user", "content": reduce_prompt.render(
-            question=question, points="\n".join(lines))}]).strip()
+        if on_delta is None:
+            text = client.complete("global_reduce", messages).strip()
+        else:
+            for delta in client.stream("global_reduce", messages):
+                if not sent:
+                    delta = delta.lstrip()
+                sent.append(delta)
+                if delta:
+                    on_delta(delta)
+            text = "".join(sent).strip()
     except LLMError as exc:
-        text = "The reduce step failed (" + str(exc) + "); the gathered points were:\n" + "\n".join(lines)
+        failed = "The reduce step failed (" + str(exc) + "); the gathered points were:\n" + "\n".join(lines)
+        if on_delta is not None:
+            on_delta(("\n\n" if sent else "") + failed)
+        text = ("".join(sent).strip() + "\n\n" if sent else "") + failed
     cites: dict[str, Citation] = {}
     for r in cited_reports:
         for cid in r.chunk_ids[:3]:

@@ -28,13 +28,14 @@ from fastapi import FastAPI, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from core.settings import ServerSettings, StrataSettings
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, QueryText
 from retrieval.filters import MetadataFilter, limit_errors, tidy_filter_error
+from strata import sse
 from strata.qcache import QueryCache, ask_key, memory_body_tail, memory_query_key, with_query_id
 from strata.telemetry import (METRICS_CONTENT_TYPE, ApiMetrics, ServingCollector, TelemetryMiddleware, note_cache,
                               note_rejection)
@@ -68,6 +69,10 @@ class AskRequest(BaseModel):
     mode: Literal["local", "global"] | None = None
     metadata_filter: MetadataFilter = Field(
         default_factory=dict, description="local answers only; a filter on a global answer is refused (422)")
+    stream: StrictBool = Field(False, description="answer as server-sent events (text/event-stream): 'delta' events with "
+                                            "the text as the LLM writes it (an offline answer comes at once), then "
+                                            "one 'answer' event with the whole answer (citations, route, "
+                                            "index_generation); see strata/sse.py")
 
 
 class ApiError(Exception):
@@ -395,7 +400,9 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
                 cache.put(response.index_generation, key, tail)
         return Response(with_query_id(tail, request.query_id), media_type="application/json")
 
-    @app.post("/v1/ask", responses=ERRORS)
+    @app.post("/v1/ask", responses={**ERRORS, 200: {"description": "the answer; with \"stream\": true, server-sent "
+                                                   "events (delta ..., answer)", "content": {
+                                         "text/event-stream": {"schema": sse.EVENT_SCHEMA}}}})
     async def ask(request: AskRequest) -> Any:
         from core.store import StoreError
 
@@ -408,28 +415,34 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
             body = cache.get(generation, key)
             note_cache("hit" if body is not None else "miss", generation)
             if body is not None:
-                return Response(body, media_type="application/json")
+                return sse.at_once(json.loads(body)) if request.stream else Response(body, media_type="application/json")
 
-        def work() -> dict[str, Any]:
+        def work(on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
             if request.metadata_filter and engine.route(question, request.mode).route == "global":
                 raise ApiError(422, ["body", "metadata_filter"],
                                "a metadata filter applies to local answers only (a global answer summarizes the "
                                "whole corpus): drop the filter or ask with mode 'local'", "filter_not_applicable")
             try:
-                return engine.ask(question, request.mode, request.metadata_filter or None).to_dict()
+                return engine.ask(question, request.mode, request.metadata_filter or None,
+                                  **({"on_delta": on_delta} if on_delta else {})).to_dict()
             except StoreError as exc:
                 raise ApiError(503, [], f"the graph store is unavailable: {exc}", "store_unavailable",
                                {"Retry-After": "30"}) from exc
             except ValueError as exc:
                 raise ApiError(422, ["body"], str(exc), "value_error") from exc
 
+        def keep(answer: dict[str, Any]) -> bytes:
+            body = JSONResponse(jsonable_encoder(answer)).body  # what FastAPI would send for the dict
+            if cache is not None and isinstance(answer.get("index_generation"), int):
+                cache.put(answer["index_generation"], key, bytes(body))
+            return bytes(body)
+
+        if request.stream:
+            return await sse.stream_answer(lambda on_delta: limiter.run(lambda: work(on_delta)), keep)
         answer = await limiter.run(work)
         if cache is None:
             return answer
-        body = JSONResponse(jsonable_encoder(answer)).body  # what FastAPI would send for the dict
-        if isinstance(answer.get("index_generation"), int):
-            cache.put(answer["index_generation"], key, bytes(body))
-        return Response(body, media_type="application/json")
+        return Response(keep(answer), media_type="application/json")
 
     @app.get("/v1/drift", responses={**ERRORS, 404: {"model": ErrorResponse, "description": "no drift report yet"}})
     async def drift(refresh: bool = Query(False, description="recompute the report now (and write it) instead of "

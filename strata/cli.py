@@ -267,6 +267,15 @@ def _parse_filter_arg(raw: str | None) -> dict[str, Any] | None:
     return spec
 
 
+def _emit_delta(text: str, as_json: bool) -> None:
+    """One piece of a streamed answer on stdout, flushed: raw text, or a JSON line with --json."""
+    if as_json:
+        print(json.dumps({"event": "delta", "text": text}, ensure_ascii=False), flush=True)
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     metadata_filter = _parse_filter_arg(args.filter)
     engine = _engine(args)
@@ -274,13 +283,34 @@ def cmd_ask(args: argparse.Namespace) -> int:
         if metadata_filter and engine.route(args.question, args.mode).route == "global":
             raise CliError("--filter applies to local answers only (a global answer summarizes the whole corpus): "
                            "drop --filter or add --mode local", EXIT_BAD_INPUT)
-        answer = engine.ask(args.question, mode=args.mode, metadata_filter=metadata_filter)
+        streamed: list[str] = []
+
+        def on_delta(text: str) -> None:  # --stream: each piece of an LLM answer as it is written
+            streamed.append(text)
+            _emit_delta(text, args.json)
+
+        answer = engine.ask(args.question, mode=args.mode, metadata_filter=metadata_filter,
+                            **({"on_delta": on_delta} if getattr(args, "stream", False) else {}))
     except ValueError as exc:
         raise CliError(str(exc), EXIT_BAD_INPUT) from exc
     finally:
         engine.close()
+    if getattr(args, "stream", False):
+        if not streamed:  # an answer written at once (offline, or from both sides) is sent at once
+            _emit_delta(answer.text, args.json)
+        if args.json:
+            print(json.dumps({"event": "answer", **answer.to_dict()}, ensure_ascii=False), flush=True)
+            return EXIT_OK
+        sys.stdout.write("\n\n")
     if args.json:
         print(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if getattr(args, "stream", False):
+        out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
+        out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]index generation:[/bold] {answer.index_generation}")
+        out.print("[bold]citations:[/bold]")
+        for c in answer.citations:
+            out.print(f"  {c.chunk_id}  ({c.source})", markup=False, highlight=False)
         return EXIT_OK
     out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
     out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]retrieval:[/bold] {engine.index.describe()}; "
@@ -537,6 +567,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", choices=["local", "global"], help="override the router")
     s.add_argument("--filter", help="metadata filter as JSON, for local answers")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--stream", action="store_true",
+                   help="print an LLM answer as it is written (with --json: one JSON line per piece, then the answer)")
     s.set_defaults(func=cmd_ask)
 
     s = sub.add_parser("search", help="run a memory-query request (JSON file or stdin) and print the response")

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.records import GraphSnapshot
 from core.settings import StrataSettings
@@ -160,17 +160,20 @@ class Engine:
                 decision = llm_route(question, decision, self._client, self.settings.llm.prompts_dir)
         return decision
 
-    def ask(self, question: str, mode: Route | None = None, metadata_filter: dict[str, Any] | None = None) -> Answer:
+    def ask(self, question: str, mode: Route | None = None, metadata_filter: dict[str, Any] | None = None,
+            on_delta: Callable[[str], None] | None = None) -> Answer:
+        """The answer to ``question``. With ``on_delta``, an LLM-written answer's text is also passed to it piece
+        by piece as it is written (other answers are not: they are complete at once)."""
         if not question.strip():
             raise ValueError("the question is empty")
         snap = self.acquire()
         try:
-            return replace(self._ask(snap, question, mode, metadata_filter), index_generation=snap.number)
+            return replace(self._ask(snap, question, mode, metadata_filter, on_delta), index_generation=snap.number)
         finally:
             self.release(snap)
 
     def _ask(self, snap: QuerySnapshot, question: str, mode: Route | None,
-             metadata_filter: dict[str, Any] | None) -> Answer:
+             metadata_filter: dict[str, Any] | None, on_delta: Callable[[str], None] | None = None) -> Answer:
         s = self.settings.retrieval
         decision = self.route(question, mode, snap)
         router = self.__dict__.get("_routers", {}).get(snap.number)
@@ -186,7 +189,8 @@ class Engine:
             if self._client is None:
                 self._client = open_llm(self.settings)
             return llm_global_answer(question, decision, snap.reports, snap.index, self._client,  # type: ignore[arg-type]
-                                     s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir)
+                                     s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir,
+                                     on_delta=on_delta)
         if decision.route == "global":
             return global_answer(question, decision, snap.reports, snap.index, s.global_level, s.global_reports,
                                  max_points=s.answer_sentences + 2, query_vector=qv)

@@ -7,6 +7,9 @@ Default answers are deterministic and depend only on the prompt:
 - community report, description merge, global map and reduce: small valid answers.
 ``enqueue`` adds faults for the next matching requests: an HTTP status (429 with Retry-After, 500), a delay
 (past the client's timeout), or a replacement body (malformed, truncated or schema-ignoring JSON).
+A request with ``"stream": true`` gets server-sent events as OpenAI sends them: ``chat.completion.chunk`` objects,
+one per word of the answer (``stream_delay`` seconds apart), then ``data: [DONE]``; a fault's ``break_after``
+ends such a stream with an error event after that many chunks.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class Fault:
     content: str | None = None
     match: str | None = None  # applies to the next request whose prompt contains this text
     times: int = 1
+    break_after: int | None = None  # a streamed answer ends with an error event after this many chunks
 
 
 @dataclass
@@ -39,6 +43,7 @@ class ServerState:
     history: list[dict[str, Any]] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
+    stream_delay: float = 0.0  # seconds between the chunks of a streamed answer
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -109,6 +114,33 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    def _stream(self, body: dict[str, Any], content: str, break_after: int | None) -> None:
+        """The answer as OpenAI streams it: a role chunk, one chunk per word, a finish chunk, [DONE]."""
+        def chunk(delta: dict[str, str], finish: str | None = None) -> bytes:
+            data = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": int(time.time()),
+                    "model": body.get("model"), "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return f"data: {json.dumps(data)}\n\n".encode()
+
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        pieces = [chunk({"role": "assistant", "content": ""})]
+        pieces += [chunk({"content": w}) for w in re.findall(r"\S+\s*|\s+", content)]
+        pieces += [chunk({}, "stop"), b"data: [DONE]\n\n"]
+        try:
+            for i, piece in enumerate(pieces):
+                if break_after is not None and i >= break_after:
+                    self.wfile.write(b'data: {"error": {"message": "injected stream failure", "type": "test"}}\n\n')
+                    return
+                self.wfile.write(piece)
+                self.wfile.flush()
+                if self.state.stream_delay and 0 < i < len(pieces) - 2:
+                    time.sleep(self.state.stream_delay)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def _take_fault(self, prompt: str) -> Fault | None:
         with self.state.lock:
             for f in self.state.faults:
@@ -144,6 +176,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(fault.status, {"error": {"message": f"injected {fault.status}", "type": "test"}}, headers)
                 return
             content = fault.content if fault and fault.content is not None else default_answer(messages)
+            if body.get("stream"):
+                self._stream(body, content, fault.break_after if fault else None)
+                return
             time.sleep(0.01)
             self._send(200, {
                 "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": body.get("model"),
