@@ -53,8 +53,8 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
 
     The unit that opens a chunk is dropped unless the chunk opens its document (a window may start mid-sentence);
     a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
-    a unit that starts in lower case continues the one before it (a dialogue tag after a quotation) and is
-    joined to it when only spaces or a single line break lie between."""
+    a unit that starts in lower case after a closing quotation mark is its dialogue tag and is joined to it
+    when only spaces or a single line break lie between."""
     spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
     for s, e in split_sentences(text):
         while s < e and text[s].isspace():
@@ -70,7 +70,8 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
         if m:
             s = m.end()
         body = _OPENING.sub("", text[s:e])
-        if spans and body[:1].islower() and not re.search(r"\n\s*\n", text[spans[-1][1]:s]):
+        if (spans and body[:1].islower() and text[spans[-1][1] - 1] in "\"'”’"
+                and not re.search(r"\n\s*\n", text[spans[-1][1]:s])):
             spans[-1] = (spans[-1][0], e, spans[-1][2])
             continue
         spans.append((s, e, item))

@@ -307,12 +307,14 @@ def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, 
 
 
 def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], index: ChunkIndex,
-                  max_points: int, token_budget: int = 600, *, per_report: int = 3) -> Answer:
+                  max_points: int, token_budget: int = 600, *, per_report: int = 3, min_share: float = 0.5) -> Answer:
     """Reduce step: MMR over the points (redundancy and a report's repeated points penalized), within a token
     budget, grouped under their report titles in order of their best point."""
     if not points:
         return Answer(question, route, "offline", "No community reports are indexed yet.", (), covered=False)
-    pts = sorted(points, key=lambda p: (-p.score, p.report_id, p.start))
+    # Points far below the best one (under ``min_share`` of its score) would only pad the answer.
+    best = max(p.score for p in points)
+    pts = sorted((p for p in points if p.score >= min_share * best), key=lambda p: (-p.score, p.report_id, p.start))
     sim = _similarity([p.text for p in pts], index.tokenizer)
     same = np.array([[a.report_id == b.report_id for b in pts] for a in pts], np.float64)
     # Same-report pairs count as half-similar, so a second community's point beats a near-tie from the first.
