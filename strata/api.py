@@ -403,7 +403,7 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     @app.post("/v1/ask", responses={**ERRORS, 200: {"description": "the answer; with \"stream\": true, server-sent "
                                                    "events (delta ..., answer)", "content": {
                                          "text/event-stream": {"schema": sse.EVENT_SCHEMA}}}})
-    async def ask(request: AskRequest) -> Any:
+    async def ask(request: AskRequest) -> dict[str, Any]:  # the body: Answer.to_dict(), serialized once
         from core.store import StoreError
 
         check_text(["body", "question"], request.question)

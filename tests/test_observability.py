@@ -210,7 +210,7 @@ def test_cache_serves_repeats_and_a_new_generation_invalidates(tmp_path: Path) -
     shutil.copytree(ROOT / "samples" / "infra-notes", folder)
     settings = make_settings(tmp_path / "data", index={"reload_poll_s": 0.05})
     index_folder(folder, settings)
-    ask = {"question": "Why did the billing-service return HTTP 504?"}
+    ask = {"question": "Why did the billing-service return HTTP 504?", "mode": "local"}
     with TestClient(create_app(settings)) as c:
         first = c.post("/v1/memory/query", json=QUERY)
         again = c.post("/v1/memory/query", json={**QUERY, "search_text": "  HTTP 504\n billing-service "})
