@@ -84,9 +84,11 @@ def test_index_in_llm_mode_and_rerun_from_cache(server: FakeLLMServer, tmp_path:
     reports = store.reports()
     store.close()
     assert reports and all(r.mode == "llm" and r.model == "test-model" for r in reports)
-    # Throw the graph and index away but keep the response cache: the rebuild makes no request at all.
+    # Throw the graph and every published generation away but keep the response cache: the rebuild makes no
+    # request at all.
     (settings.data_dir / "graph.sqlite").unlink()
-    shutil.rmtree(settings.data_dir / "index")
+    shutil.rmtree(settings.data_dir / "generations")
+    (settings.data_dir / "CURRENT").unlink()
     server.reset()
     again = index_folder(folder, settings)
     assert server.chat_requests == []
