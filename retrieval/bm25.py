@@ -24,6 +24,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from core.threads import blas_limit
+
 
 def _run_starts(a: np.ndarray) -> np.ndarray:
     """For a sorted array: True where a run of equal values begins."""
@@ -118,6 +120,7 @@ class BM25Index:
         live = self.alive[row] if row.size else np.zeros(0, bool)
         return term[live], row[live], tf[live]
 
+    @blas_limit()
     def commit(self) -> None:
         """Rebuild the CSR for the live rows: N, avgdl and idf all depend on the whole collection."""
         term, row, tf = self._postings()

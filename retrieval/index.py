@@ -29,6 +29,7 @@ from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
 from core.records import Chunk
 from core.settings import RetrievalSettings
+from core.threads import blas_limit
 
 FORMAT_VERSION = 1
 
@@ -195,6 +196,9 @@ class ChunkIndex:
         return int(self.bm25.alive.sum())
 
     # -- building -------------------------------------------------------------------------------------------
+    # Building runs with the process's BLAS thread limit (core.threads): embedding and the BM25 commit are
+    # CPU-bound and must not stall on BLAS threads that another process keeps descheduled.
+    @blas_limit()
     def add(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None, batch: int = 256) -> None:
         """Add (or replace) chunks; replaced chunks' old rows are deleted first."""
         self._columns = None
@@ -219,6 +223,7 @@ class ChunkIndex:
         if self.vectors is not None:
             self.vectors.build_ann()
 
+    @blas_limit()
     def remove_documents(self, document_ids: Iterable[str]) -> int:
         """Delete every chunk of the given documents; returns how many rows were removed."""
         docs = set(document_ids)
@@ -229,6 +234,7 @@ class ChunkIndex:
         self.bm25.commit()
         return len(rows)
 
+    @blas_limit()
     def sync(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
         """Make the rows exactly ``chunks`` (the store's), in chunk-id order: rows whose chunk is gone or differs
         (text, source, metadata) are deleted, missing chunks are added (vectors from the cache when it has

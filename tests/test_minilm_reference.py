@@ -112,3 +112,46 @@ def test_embedding_runs_with_the_configured_blas_threads(monkeypatch: pytest.Mon
     monkeypatch.setattr(minilm.MiniLMEmbedder, "forward", spy)
     minilm.MiniLMEmbedder(threads=2, batch_tokens=8).embed(["one text", "another text", "a third one here"])
     assert seen and all(s == {1} for s in seen)
+
+
+def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from communities import leiden
+    from core.records import Chunk
+    from core.settings import CommunitySettings, RetrievalSettings
+    from retrieval.embed import HashingEmbedder
+    from retrieval.bm25 import BM25Index
+    from retrieval.index import ChunkIndex
+
+    seen: dict[str, set[int]] = {}
+    limit = 3 if _blas_threads() != {3} else 1  # a count the process does not already have
+
+    class Spy(HashingEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            seen["embed"] = _blas_threads()
+            return super().embed(texts)
+
+    real_commit = BM25Index.commit
+
+    def commit_spy(self):  # type: ignore[no-untyped-def]
+        seen["bm25"] = _blas_threads()
+        return real_commit(self)
+
+    real_partition = leiden.partition
+
+    def partition_spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen["leiden"] = _blas_threads()
+        return real_partition(*args, **kwargs)
+
+    monkeypatch.setattr(BM25Index, "commit", commit_spy)
+    monkeypatch.setattr(leiden, "partition", partition_spy)
+    old = threads.settings()
+    try:
+        threads.configure(ComputeSettings(blas_threads=limit))
+        chunks = [Chunk(f"d{i}#0", f"d{i}", 0, f"billing service text {i}", 0, 20, 4, f"d{i}.md", f"h{i}")
+                  for i in range(4)]
+        ChunkIndex(RetrievalSettings(), embedder=Spy(64)).add(chunks)
+        edges = [leiden.WeightedEdge(f"n{i}", f"n{(i + 1) % 30}", 1.0) for i in range(30)]
+        leiden.hierarchical_leiden([f"n{i}" for i in range(30)], edges, CommunitySettings(max_cluster_size=5))
+    finally:
+        threads.configure(old)
+    assert seen == {"embed": {limit}, "bm25": {limit}, "leiden": {limit}}
