@@ -51,7 +51,7 @@ class LLMReportWriter:
         self.model = client.settings.model
         self.prompt = load_prompt("community_report", prompts_dir)
         self.repair = load_prompt("repair_json", prompts_dir)
-        self.fallback = ExtractiveReportWriter(settings)
+        self.fallback = ExtractiveReportWriter(settings, chunks)
         self.failures: list[tuple[str, str]] = []  # (community id, reason) of reports written by the fallback
 
     @property
