@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 import re
 from collections import Counter
 from dataclasses import replace
@@ -42,6 +43,12 @@ def _join_names(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
+@lru_cache(maxsize=65_536)
+def _name_pattern(name: str) -> re.Pattern[str]:
+    """An entity name as a whole word (compiled once per name, not once per community)."""
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)")
+
+
 class ExtractiveReportWriter:
     """Deterministic reports without a model.
 
@@ -60,6 +67,7 @@ class ExtractiveReportWriter:
         self.settings = settings
         self.chunks = dict(chunks or {})
         self._idf: Idf | None = None
+        self._sentences: dict[str, list[tuple[Sentence, str]]] = {}  # per chunk: its whole sentences, normalized
 
     @property
     def idf(self) -> Idf:
@@ -74,8 +82,10 @@ class ExtractiveReportWriter:
             chunk = self.chunks.get(cid)
             if chunk is None:
                 continue
-            for sent in sentences_of(cid, chunk.text, chunk.start == 0):
-                key = normalized(sent.text)
+            if cid not in self._sentences:
+                self._sentences[cid] = [(sent, normalized(sent.text))
+                                        for sent in sentences_of(cid, chunk.text, chunk.start == 0)]
+            for sent, key in self._sentences[cid]:
                 if key not in seen:
                     seen.add(key)
                     out.append(sent)
@@ -121,7 +131,7 @@ class ExtractiveReportWriter:
         flat = [normalized(s.text) for s in candidates]
         named = np.zeros(len(candidates))
         for e in ranked:
-            pattern = re.compile(r"(?<!\w)" + re.escape(normalized(e.name)) + r"(?!\w)")
+            pattern = _name_pattern(normalized(e.name))
             hits = np.array([bool(pattern.search(t)) for t in flat])
             named += hits * (1.0 + deg[e.id])
         named = named / named.max() if named.max() > 0 else named

@@ -107,13 +107,22 @@ def _stemmer():  # type: ignore[no-untyped-def]
     return Stemmer.Stemmer("english")
 
 
+@lru_cache(maxsize=262_144)
+def word_stems(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The content words of ``text`` and their stems. Cached: a chunk's sentences are read by every community
+    (at every level) that cites the chunk."""
+    ws = tuple(w for w in (m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text))
+               if len(w) > 2 and w not in STOP)
+    return ws, tuple(_stemmer().stemWords(list(ws)))
+
+
 def words(text: str) -> list[str]:
     """Lower-cased content words (stop words and words under three letters dropped)."""
-    return [w for w in (m.group(0).lower().replace("’", "'") for m in _WORD.finditer(text)) if len(w) > 2 and w not in STOP]
+    return list(word_stems(text)[0])
 
 
 def stems(text: str) -> list[str]:
-    return _stemmer().stemWords(words(text))
+    return list(word_stems(text)[1])
 
 
 def stem(word: str) -> str:
@@ -204,9 +213,9 @@ def key_terms(texts: Sequence[str], idf: Idf, exclude: Iterable[str] = (), k: in
     spread: Counter[str] = Counter()
     surface: dict[str, Counter[str]] = {}
     for t in texts:
-        ws = words(t)
+        ws, sts = word_stems(t)
         seen: set[str] = set()
-        for w, st in zip(ws, _stemmer().stemWords(ws)):
+        for w, st in zip(ws, sts):
             if st in banned:
                 continue
             surface.setdefault(st, Counter())[w] += 1
