@@ -638,6 +638,8 @@ def explain(exc: BaseException) -> tuple[str, str, int]:
     kind = type(exc).__name__
     if kind in ("IndexLockedError",):
         return "busy", f"{exc}; wait for the other index run to finish", EXIT_ERROR
+    if kind == "UnfinishedRunError":
+        return "error", str(exc), EXIT_ERROR
     if kind in ("LLMError", "ModelUnavailableError"):
         return "error", f"{exc}; check STRATA_LLM__BASE_URL / STRATA_LLM__API_KEY or the embedder setting", EXIT_ERROR
     if isinstance(exc, OSError):

@@ -102,7 +102,7 @@ class Engine:
         with self._lock:
             old, self._current, self._stamp = self._current, fresh, stamp
             self._retired.append(old)
-        self._lease.hold(fresh.number)
+            self._hold_lease()
         self.reload_error, self.reloaded_at = None, time.time()
         self._close_idle()
         return True
@@ -115,10 +115,17 @@ class Engine:
                 self.reload_error = f"{type(exc).__name__}: {exc}"
             self._close_idle()
 
+    def _hold_lease(self) -> None:
+        """Lease the served generation and every retired one a request still uses (called under the lock), so
+        that a writer's prune spares them."""
+        self._lease.hold(self._current.number, *(s.number for s in self._retired))
+
     def _close_idle(self) -> None:
         with self._lock:
             idle = [s for s in self._retired if not self._users.get(s.number)]
             self._retired = [s for s in self._retired if self._users.get(s.number)]
+            if idle:
+                self._hold_lease()
         for snap in idle:
             snap.close()
 

@@ -16,11 +16,11 @@ from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.chunking import chunk_document
 from extraction.loader import load_folder
-from strata.generations import republish_reports
+from strata.generations import republish_reports, reports_to_json
 from strata.stages import (IndexRun, Progress, make_report_writer, no_progress, open_llm, open_session, stage_communities,
                            stage_extract, stage_index, stage_merge, stage_plan, stage_publish, stage_remove,
                            stage_reports)
-from strata.workspace import Workspace
+from strata.workspace import UnfinishedRunError, Workspace
 from strata.workspace import iter_runs as _iter_runs
 
 if TYPE_CHECKING:
@@ -144,7 +144,21 @@ def refresh_reports(settings: StrataSettings, threshold: float, progress: Progre
                     store: GraphStore | None = None) -> dict[str, int]:
     """Re-summarize every report whose drift is at or above ``threshold`` (and, in LLM mode, every report the
     fallback wrote); delete reports of dissolved communities; publish the result as a new generation. Returns
-    how many were refreshed and removed, and the generation now serving."""
+    how many were refreshed and removed, and the generation now serving.
+
+    It holds the workspace's run lock (an index run changing the store meanwhile would be mixed into the
+    published reports) and refuses a store a killed index run left half-written (its communities and graph are
+    not those of the published generation)."""
+    ws = Workspace(Path(settings.data_dir))
+    with ws.lock():
+        if ws.pending_path.exists():
+            raise UnfinishedRunError(f"the last index run in {ws.root} did not finish; run `strata index FOLDER` "
+                                     "again before refreshing reports")
+        return _refresh_reports(ws, settings, threshold, progress, store)
+
+
+def _refresh_reports(ws: Workspace, settings: StrataSettings, threshold: float, progress: Progress,
+                     store: GraphStore | None) -> dict[str, int]:
     own = store is None
     store = store or open_store(settings)
     client = open_llm(settings)
@@ -164,15 +178,23 @@ def refresh_reports(settings: StrataSettings, threshold: float, progress: Progre
         store.save_reports([r for r in reports if r.community_id in refreshed])
         store.delete_reports(gone)
         generation = None
-        if refreshed or gone:
-            generation = republish_reports(Workspace(Path(settings.data_dir)), store.reports(),
-                                           settings.index.keep_generations, {"refreshed": len(refreshed)})
+        stored = store.reports()
+        if refreshed or gone or not _serves(ws, stored):  # or a refresh killed before its publish left them
+            generation = republish_reports(ws, stored, settings.index.keep_generations, {"refreshed": len(refreshed)})
         return {"refreshed": written, "removed": len(gone), "generation": generation or 0}
     finally:
         if client is not None:
             client.close()
         if own:
             store.close()
+
+
+def _serves(ws: Workspace, reports: list[Report]) -> bool:
+    """Whether the published generation (if any) serves exactly these reports."""
+    current = ws.current()
+    if current is None or not current.reports_path.exists():
+        return True  # nothing published to bring in line
+    return json.loads(current.reports_path.read_text(encoding="utf-8")) == json.loads(reports_to_json(reports))
 
 
 def write_reports_for(settings: StrataSettings, inputs: ReportInputs, writer: Any, force: list[str],

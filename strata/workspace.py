@@ -27,6 +27,10 @@ class IndexLockedError(RuntimeError):
     """Another index run holds the workspace."""
 
 
+class UnfinishedRunError(RuntimeError):
+    """The last index run died before publishing; the store holds its half-written state."""
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationPaths:
     """The files of one published generation."""
@@ -176,11 +180,12 @@ class Workspace:
         for path in self.leases_dir.glob("*.json"):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                pid, number = int(data["pid"]), int(data["generation"])
+                pid = int(data["pid"])
+                numbers = {int(n) for n in data.get("generations", [data["generation"]])}
             except (OSError, ValueError, KeyError, TypeError):
                 continue
             if _alive(pid):
-                held.add(number)
+                held |= numbers
             else:
                 path.unlink(missing_ok=True)
         return held
@@ -191,16 +196,18 @@ class Workspace:
 
 
 class Lease:
-    """A reader's claim on a generation, kept up to date as the reader swaps generations."""
+    """A reader's claim on the generations it uses (the one it serves and any that requests still in flight
+    started on), kept up to date as the reader swaps generations."""
 
     def __init__(self, ws: Workspace) -> None:
         self.path = ws.leases_dir / f"{os.getpid()}-{uuid.uuid4().hex[:8]}.json"
 
-    def hold(self, number: int) -> None:
+    def hold(self, number: int, *also: int) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"pid": os.getpid(), "generation": number, "since": time.time()}))
+            tmp.write_text(json.dumps({"pid": os.getpid(), "generation": number,
+                                       "generations": sorted({number, *also}), "since": time.time()}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a read-only workspace: readers still work, pruning just cannot see them
