@@ -52,6 +52,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["STRATA_RETRIEVAL__EMBEDDER"] = args.embedder
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")  # no telemetry to hosts outside
 
     from prefect.testing.utilities import prefect_test_harness
 

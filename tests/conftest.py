@@ -12,6 +12,8 @@ from core.settings import StoreSettings, StrataSettings
 ROOT = Path(__file__).resolve().parents[1]
 # Most tests use the fast deterministic hashing embedder; tests of MiniLM construct it explicitly.
 os.environ.setdefault("STRATA_RETRIEVAL__EMBEDDER", "hashing")
+# Prefect's test server would try to send usage telemetry to a host outside this machine.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 
 
