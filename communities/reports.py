@@ -180,13 +180,18 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
         if c.parent_id:
             children.setdefault(c.parent_id, []).append(c.id)
     written = 0
+    retried: set[str] = set()
     for c in sorted(communities, key=lambda c: (-c.level, c.id)):
         ctx = index.context(c)
         manifest = inputs_manifest(ctx)
         fp = fingerprint(ctx, manifest)
         prior = old.get(c.id)
-        # A report the LLM writer's fallback wrote is never kept by an LLM run: it is retried.
-        retry = prior is not None and prior.mode == "fallback" and writer.mode == "llm"
+        # A report the LLM writer's fallback wrote is never kept by an LLM run: it is retried, and so is every
+        # report above it, which may have been written from its text (unchanged prompts come from the cache).
+        retry = prior is not None and writer.mode == "llm" and (
+            prior.mode == "fallback" or any(k in retried for k in children.get(c.id, ())))
+        if retry:
+            retried.add(c.id)
         keep = prior is not None and c.id not in force and not retry and (
             policy == "missing" or prior.fingerprint == fp or (
                 min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
