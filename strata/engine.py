@@ -49,6 +49,9 @@ class Engine:
         self._lease = Lease(self.ws)
         paths = self.ws.current()
         if paths is None:
+            if (self.ws.root / "index" / "index.json").exists():  # the layout before index generations
+                raise NoIndexError(f"{self.ws.root}: the index here was written by an older version of Strata and "
+                                   "has no published generation; run `strata index <folder>` once to publish one")
             raise NoIndexError(f"{self.ws.root}: no index here yet; run `strata index <folder>` first")
         self._stamp = self.ws.current_stamp()
         self._current = load_generation(paths, settings)

@@ -105,3 +105,20 @@ def test_refresh_killed_before_its_publish_is_published_by_the_next_refresh(fold
         store.close()
     served = {r["community_id"]: r["fingerprint"] for r in json.loads(ws.current().reports_path.read_text())}
     assert served == stored
+
+
+def test_a_workspace_written_before_generations_is_named_as_such(folder: Path, settings: StrataSettings) -> None:
+    """An older workspace (its chunk index in ``index/``, no CURRENT) is not called empty: the error says what
+    to run, and the first index run publishes generation 1."""
+    from strata.engine import NoIndexError
+
+    index_folder(folder, settings)
+    ws = Workspace(settings.data_dir)
+    shutil.move(ws.current().index_dir, ws.root / "index")
+    shutil.rmtree(ws.generations_dir)
+    ws.current_path.unlink()
+    with pytest.raises(NoIndexError, match="older version") as info:
+        Engine(settings)
+    assert "strata index" in str(info.value) and "no index here yet" not in str(info.value)
+    assert index_folder(folder, settings).generation == 1
+    Engine(settings).close()
