@@ -57,18 +57,23 @@ def graph_from_json(text: str) -> GraphSnapshot:
                          tuple(Relation(i, a, b, d, tuple(c)) for i, a, b, d, c in data["relations"]))
 
 
-def content_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequence[Community],
-                   reports: Sequence[Report]) -> str:
-    """A hash of everything a generation serves; equal digests mean a new generation would change nothing."""
+def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequence[Community]) -> str:
+    """A hash of everything a generation serves but its reports."""
     rows = [(r.chunk_id, stable_hash(r.text, r.source, json.dumps(r.fields, sort_keys=True, default=str)))
             for r in index.rows]
     graph = [(e.id, e.name, e.type, e.description, e.chunk_ids) for e in snapshot.entities]
     graph += [(r.id, r.source_id, r.target_id, r.description, r.chunk_ids) for r in snapshot.relations]
+    parts = [json.dumps(index._signature(), sort_keys=True), json.dumps(rows), json.dumps(graph),
+             communities_to_json(communities)]
+    return stable_hash(*parts, size=16)
+
+
+def reports_digest(base: str, reports: Sequence[Report]) -> str:
+    """The digest of a generation with ``base`` (see :func:`base_digest`) and these reports; equal digests mean
+    a new generation would change nothing. A reports-only republish computes it without the chunk index."""
     reps = [(r.community_id, r.fingerprint, r.mode, r.title, r.summary, report_row(r)["findings"], r.stale)
             for r in reports]
-    parts = [json.dumps(index._signature(), sort_keys=True), json.dumps(rows), json.dumps(graph),
-             communities_to_json(communities), json.dumps(reps)]
-    return stable_hash(*parts, size=16)
+    return stable_hash(base, json.dumps(reps), size=16)
 
 
 def next_number(ws: Workspace) -> int:
@@ -81,7 +86,8 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
     """Publish a new generation unless it would serve exactly what the current one does; ``step`` is called
     after each of its three steps (index staged, everything staged, published).
     Returns (the serving generation's number, whether a new one was published)."""
-    digest = content_digest(index, snapshot, communities, reports)
+    base = base_digest(index, snapshot, communities)
+    digest = reports_digest(base, reports)
     current = ws.current()
     if current is not None and current.manifest_path.exists():
         try:
@@ -98,7 +104,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
     (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
     (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
     (staged / "graph.json").write_text(graph_to_json(snapshot), encoding="utf-8")
-    manifest = {"digest": digest, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "chunks": len(index),
+    manifest = {"digest": digest, "base_digest": base, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "chunks": len(index),
                 "entities": len(snapshot.entities), "relations": len(snapshot.relations),
                 "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
     step()
@@ -132,7 +138,10 @@ def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info:
     (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
     manifest = {**current.manifest(), **info, "reports": len(reports),
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    manifest["digest"] = stable_hash(str(manifest.get("digest", "")), reports_to_json(reports), size=16)
+    base = manifest.get("base_digest")
+    # What the next index run computes for the same content, so that it publishes nothing new.
+    manifest["digest"] = (reports_digest(base, reports) if base else
+                          stable_hash(str(manifest.get("digest", "")), reports_to_json(reports), size=16))
     manifest.pop("generation", None)
     manifest.pop("format", None)
     ws.publish(staged, number, manifest)

@@ -122,3 +122,12 @@ def test_a_workspace_written_before_generations_is_named_as_such(folder: Path, s
     assert "strata index" in str(info.value) and "no index here yet" not in str(info.value)
     assert index_folder(folder, settings).generation == 1
     Engine(settings).close()
+
+
+def test_an_index_run_after_a_refresh_that_changes_nothing_publishes_nothing(folder: Path,
+                                                                              settings: StrataSettings) -> None:
+    index_folder(folder, settings)
+    refreshed = refresh_reports(settings, 0.0)  # every report written again: a reports-only generation
+    assert refreshed["generation"] == 2
+    run = index_folder(folder, settings)
+    assert not run.published and run.generation == 2
