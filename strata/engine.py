@@ -25,7 +25,7 @@ from retrieval.both import both_sides_answer
 from retrieval.router import EntityLexicon, Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
 from strata.stages import open_llm
-from strata.workspace import Lease, Workspace
+from strata.workspace import GenerationPaths, Lease, Workspace
 
 if TYPE_CHECKING:
     from extraction.llm_client import LLMClient
@@ -54,8 +54,7 @@ class Engine:
                                    "has no published generation; run `strata index <folder>` once to publish one")
             raise NoIndexError(f"{self.ws.root}: no index here yet; run `strata index <folder>` first")
         self._stamp = self.ws.current_stamp()
-        self._current = load_generation(paths, settings)
-        self._lease.hold(self._current.number)
+        self._current = self._load_leased(paths)
         self.reload_error: str | None = None
         self.reloaded_at = time.time()
         self._stop = threading.Event()
@@ -98,9 +97,13 @@ class Engine:
             self._stamp = stamp
             return False
         try:
+            # Leased before it is read, so a writer's prune spares it while it loads.
+            self._lease.hold(paths.number, self._current.number, *(s.number for s in self._retired))
             fresh = load_generation(paths, self.settings)
-        except (OSError, ValueError, KeyError) as exc:  # e.g. pruned between the stat and the load: retry later
+        except (OSError, ValueError, KeyError) as exc:  # e.g. pruned between the stat and the lease: retry later
             self.reload_error = f"generation {paths.number}: {exc}"
+            with self._lock:
+                self._hold_lease()
             return False
         with self._lock:
             old, self._current, self._stamp = self._current, fresh, stamp
@@ -117,6 +120,20 @@ class Engine:
             except Exception as exc:  # the watcher must outlive any one bad generation
                 self.reload_error = f"{type(exc).__name__}: {exc}"
             self._close_idle()
+
+    def _load_leased(self, paths: GenerationPaths) -> QuerySnapshot:
+        """Lease the published generation, then load it. A prune can only have removed it between reading
+        ``CURRENT`` and taking the lease, when newer ones were published meanwhile: then the newest is taken."""
+        for _ in range(5):
+            self._lease.hold(paths.number)
+            try:
+                return load_generation(paths, self.settings)
+            except FileNotFoundError:
+                newer = self.ws.current()
+                if newer is None or newer.number == paths.number:
+                    raise
+                paths, self._stamp = newer, self.ws.current_stamp()
+        return load_generation(paths, self.settings)
 
     def _hold_lease(self) -> None:
         """Lease the served generation and every retired one a request still uses (called under the lock), so
