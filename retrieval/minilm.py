@@ -213,13 +213,17 @@ class MiniLMEmbedder:
             ctx /= sums
             start += n
 
-    def forward(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """L2-normalized mean-pooled embeddings of already tokenized texts, as one unpadded batch."""
+    def forward(self, token_ids: Sequence[Sequence[int]], hidden: list[np.ndarray] | None = None) -> np.ndarray:
+        """L2-normalized mean-pooled embeddings of already tokenized texts, as one unpadded batch. ``hidden``,
+        when given, receives every encoder layer's mean-pooled output, first layer first (the router reads an
+        intermediate layer as well as the embedding)."""
         lengths = [len(t) for t in token_ids]
         if not lengths or min(lengths) < 1:
             raise ValueError("every text needs at least one token")
         ids = np.fromiter((i for t in token_ids for i in t), np.int64, count=sum(lengths))
         positions = np.concatenate([np.arange(n) for n in lengths])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        counts = np.asarray(lengths, _F32)[:, None]
         x = self.word[ids]
         x += self.position[positions]
         layer_norm_(x, *self.emb_ln, self.eps)
@@ -239,8 +243,9 @@ class MiniLMEmbedder:
             y += layer.ff2_b
             y += x
             x = layer_norm_(y, layer.ln2_w, layer.ln2_b, self.eps)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        pooled = np.add.reduceat(x, starts, axis=0) / np.asarray(lengths, _F32)[:, None]
+            if hidden is not None:
+                hidden.append(np.add.reduceat(x, starts, axis=0) / counts)
+        pooled = np.add.reduceat(x, starts, axis=0) / counts
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), _F32(1e-12))
 
     def batches(self, lengths: Sequence[int]) -> list[list[int]]:

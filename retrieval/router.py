@@ -148,7 +148,8 @@ def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
 def route_question(question: str, lexicon: EntityLexicon | None = None, has_reports: bool = True, *,
                    embedding: np.ndarray | None = None, scorer: LexicalScorer | None = None,
                    weights: RouterWeights | None = None) -> RouteDecision:
-    """Route ``question``. ``embedding`` is its all-MiniLM-L6-v2 vector (None: the evidence-only model);
+    """Route ``question``. ``embedding`` is its MiniLM input (:meth:`QueryEmbeddings.question_features`; None:
+    the evidence-only model);
     ``lexicon`` and ``scorer`` give the index evidence (None: neutral index features)."""
     weights = weights or shipped_weights()
     lex = lexicon if lexicon is not None and len(lexicon) else None
@@ -210,13 +211,13 @@ class Router:
         scorer = IndexScorer(index) if index is not None and len(index) else None
         return cls(lexicon, scorer, embedder, weights, shared)
 
-    def embed(self, question: str) -> np.ndarray | None:
-        return None if self.embedder is None else self.embedder.embed([question])[0]
+    def features(self, question: str) -> np.ndarray | None:
+        return None if self.embedder is None else self.embedder.question_features(question)
 
     def query_vector(self, question: str) -> np.ndarray | None:
-        """The question's vector for the index's own search (None when the router embeds differently)."""
-        return self.embed(question) if self.shared else None
+        """The question's embedding for the index's own search (None when the router embeds differently)."""
+        return self.embedder.embed([question])[0] if self.shared and self.embedder is not None else None
 
     def route(self, question: str, has_reports: bool = True) -> RouteDecision:
-        return route_question(question, self.lexicon, has_reports, embedding=self.embed(question),
+        return route_question(question, self.lexicon, has_reports, embedding=self.features(question),
                               scorer=self.scorer, weights=self.weights)

@@ -3,7 +3,8 @@
 Two models are shipped in one small JSON file (``router_weights.json``), both trained by
 ``python -m retrieval.router_train``:
 
-- ``full``: the question's all-MiniLM-L6-v2 embedding (what the question means) plus the evidence features;
+- ``full``: the question's all-MiniLM-L6-v2 embedding (what the question means) and the mean-pooled output of
+  the model's third layer (which keeps more of how the question is put), plus the evidence features;
 - ``evidence``: the evidence features alone, used when no MiniLM embedder is available.
 
 The evidence features are deliberately few and mostly not word lists: identifiers and names the offline
@@ -115,7 +116,7 @@ def _sigmoid(z: np.ndarray | float) -> np.ndarray | float:
 class LogisticModel:
     """A logistic regression on raw features (standardization folded in) with a Platt calibration on top."""
 
-    features: tuple[str, ...]  # names; "emb" stands for the 384 embedding dimensions
+    features: tuple[str, ...]  # names; "emb" and "layer3" stand for the MiniLM dimensions
     coef: np.ndarray
     bias: float
     platt_a: float
@@ -171,7 +172,8 @@ def shipped_weights(path: Path = WEIGHTS_PATH) -> RouterWeights:
 
 
 def feature_row(evidence: Evidence, embedding: np.ndarray | None) -> np.ndarray:
-    """The input row of the full model (embedding first) or, without an embedding, of the evidence model."""
+    """The input row of the full model (``embedding`` is :meth:`QueryEmbeddings.question_features`, first) or,
+    without it, of the evidence model."""
     ev = evidence.vector()
     return ev if embedding is None else np.concatenate([np.asarray(embedding, np.float64), ev])
 
@@ -182,24 +184,39 @@ def predict(weights: RouterWeights, evidence: Evidence, embedding: np.ndarray | 
     return float(model.probability(feature_row(evidence, embedding)[None, :])[0]), name
 
 
+ROUTER_LAYER = 3  # the encoder layer whose mean-pooled output the full model reads beside the embedding
+
+
 class QueryEmbeddings:
-    """Wraps an embedder so that one question is embedded once: the router embeds it, and the dense search
-    that follows finds the same vector here instead of embedding the question again."""
+    """Wraps the MiniLM embedder so that one question runs through the model once: the router reads its
+    embedding and the third layer's mean-pooled output (the middle layers keep more of the question's form), and
+    the dense search that follows finds the same embedding here instead of embedding the question again."""
 
     def __init__(self, inner, size: int = 64) -> None:  # type: ignore[no-untyped-def]
         self.inner = inner
         self.name, self.dim, self.semantic = inner.name, inner.dim, getattr(inner, "semantic", True)
         self.size = size
-        self._memo: dict[str, np.ndarray] = {}
+        self._memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) != 1:
-            return self.inner.embed(texts)
-        text = texts[0]
+    def question_features(self, text: str) -> np.ndarray:
+        """The full model's input from the model: the embedding, then the third layer's mean (768 values)."""
         hit = self._memo.get(text)
         if hit is None:
-            hit = self.inner.embed([text])[0]
+            from core.threads import blas_limit
+
+            hidden: list[np.ndarray] = []
+            with blas_limit():
+                final = self.inner.forward([self.inner.tokenizer.encode(text).ids], hidden)[0]
+            hit = (final, hidden[ROUTER_LAYER - 1][0])
             if len(self._memo) >= self.size:
                 self._memo.pop(next(iter(self._memo)))
             self._memo[text] = hit
-        return hit[None, :]
+        return np.concatenate(hit)
+
+    def clear(self) -> None:
+        self._memo.clear()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 1 and texts[0] in self._memo:
+            return self._memo[texts[0]][0][None, :]
+        return self.inner.embed(texts)

@@ -34,7 +34,7 @@ import numpy as np
 
 from core.records import stable_hash
 from retrieval.router_model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
-                                    LogisticModel, RouterWeights, gather_evidence)
+                                    LogisticModel, QueryEmbeddings, RouterWeights, gather_evidence)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
@@ -116,12 +116,11 @@ def evidence_for(rows: Sequence[LabeledQuestion], corpora: dict[str, Path]) -> l
 
 
 def embed_questions(questions: Sequence[str]) -> np.ndarray:
-    from threadpoolctl import threadpool_limits
-
+    """The full model's MiniLM input for each question, computed exactly as the router computes it."""
     from retrieval.minilm import MiniLMEmbedder
 
-    with threadpool_limits(1):
-        return MiniLMEmbedder().embed(list(questions)).astype(np.float64)
+    embedder = QueryEmbeddings(MiniLMEmbedder(), size=1)
+    return np.array([embedder.question_features(q) for q in questions], dtype=np.float64)
 
 
 # -- logistic regression -----------------------------------------------------------------------------------
@@ -261,7 +260,7 @@ def choose_threshold(p_global: np.ndarray, max_both: float = MAX_BOTH_RATE) -> f
 class Dataset:
     rows: list[LabeledQuestion]
     evidence: np.ndarray  # (n, len(EVIDENCE_FEATURES))
-    embeddings: np.ndarray  # (n, 384)
+    embeddings: np.ndarray  # (n, 768): the embedding and the third layer's mean
     y: np.ndarray
 
     def take(self, mask: np.ndarray) -> "Dataset":
@@ -279,7 +278,8 @@ def build_dataset(rows: list[LabeledQuestion], corpora: dict[str, Path]) -> Data
 
 def train_weights(train: Dataset, training_info: dict) -> RouterWeights:  # type: ignore[type-arg]
     folds = _folds(train.rows)
-    full, full_info = train_model(train.full_x(), train.y, folds, ("emb",) * train.embeddings.shape[1] + EVIDENCE_FEATURES)
+    names = ("emb",) * 384 + ("layer3",) * (train.embeddings.shape[1] - 384) + EVIDENCE_FEATURES
+    full, full_info = train_model(train.full_x(), train.y, folds, names)
     evidence, ev_info = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
     info = dict(training_info, n_train=len(train.rows), full=full_info, evidence=ev_info)
     return RouterWeights(full, evidence, EMBEDDER_NAME, info)

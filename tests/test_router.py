@@ -85,7 +85,7 @@ def test_index_features_are_neutral_without_an_index() -> None:
 def test_shipped_weights_file_is_small_and_complete() -> None:
     w = RouterWeights.load(WEIGHTS_PATH)
     assert WEIGHTS_PATH.stat().st_size < 16_000
-    assert len(w.full.coef) == 384 + len(EVIDENCE_FEATURES) and w.full.features[-len(EVIDENCE_FEATURES):] == EVIDENCE_FEATURES
+    assert len(w.full.coef) == 768 + len(EVIDENCE_FEATURES) and w.full.features[-len(EVIDENCE_FEATURES):] == EVIDENCE_FEATURES
     assert w.evidence.features == EVIDENCE_FEATURES and w.embedder == "all-MiniLM-L6-v2"
     assert all((ROOT / "tests" / "data" / ("router" if f.startswith("written") else "") / f).exists()
                for f in w.training["files"])
