@@ -46,6 +46,7 @@ class Engine:
         self._lock = threading.Lock()
         self._users: dict[int, int] = {}  # generation number -> requests using it
         self._retired: list[QuerySnapshot] = []
+        self._routers: dict[int, Router] = {}  # generation number -> the router over its index
         self._lease = Lease(self.ws)
         paths = self.ws.current()
         if paths is None:
@@ -171,11 +172,12 @@ class Engine:
         if mode:
             return forced(mode)
         snap = snap or self._current
-        routers: dict[int, Router] = self.__dict__.setdefault("_routers", {})  # generation -> its router
-        router = routers.get(snap.number)
+        router = self._routers.get(snap.number)
         if router is None:
-            routers.clear()
-            router = routers[snap.number] = Router.for_index(snap.index, snap.lexicon)
+            router = Router.for_index(snap.index, snap.lexicon)
+            with self._lock:  # one router per generation still in use
+                live = {self._current.number, *(r.number for r in self._retired), snap.number}
+                self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=bool(snap.reports))
         if (self.mode == "llm" and snap.reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
@@ -203,7 +205,7 @@ class Engine:
              metadata_filter: dict[str, Any] | None, on_delta: Callable[[str], None] | None = None) -> Answer:
         s = self.settings.retrieval
         decision = self.route(question, mode, snap)
-        router = self.__dict__.get("_routers", {}).get(snap.number)
+        router = self._routers.get(snap.number)
         qv = router.query_vector(question) if router is not None else None
         if not decision.overridden and snap.reports and decision.confidence < s.route_confidence_threshold:
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
