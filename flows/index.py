@@ -16,6 +16,7 @@ from prefect.cache_policies import NO_CACHE
 
 from core.records import Chunk, Document
 from core.settings import StrataSettings
+from core.threads import configure
 from extraction.chunking import chunk_document
 from extraction.loader import load_folder
 from flows.params import existing_folder
@@ -98,6 +99,7 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
     mapped over batches on the flow's task runner (Dask workers), and their results are stored here in batch
     order, so the result is the same as a one-process run's whatever the number of workers."""
     settings = settings or StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
+    configure(settings.compute)
     loaded = load_folder(folder)
     session = open_session(folder, settings, loaded, full=full)
     try:

@@ -296,6 +296,9 @@ def _json(model: BaseModel) -> Response:
 
 def create_app(settings: StrataSettings | None = None) -> FastAPI:
     settings = settings or StrataSettings()
+    from core.threads import configure
+
+    configure(settings.compute)  # one BLAS thread per product: requests run beside each other
     server = settings.server
     holder = EngineHolder(settings)
     limiter = WorkLimiter(server)

@@ -93,6 +93,9 @@ def _settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
             from strata.logs import configure_logging
 
             configure_logging(settings.log)
+        from core.threads import configure
+
+        configure(settings.compute)  # BLAS and worker threads for the CPU-bound stages
         return settings
     except (ValidationError, ValueError) as exc:
         raise CliError(f"invalid settings: {settings_problem(exc)}", EXIT_BAD_INPUT) from exc
