@@ -7,8 +7,16 @@ hashing one unless set) into a workspace kept between runs, starts ``strata serv
 from a separate process with 1, 50 and 200 keep-alive clients for a fixed time each, over a mix of plain,
 weighted and filtered memory queries built from the SciFact test questions. The same requests then run in this
 process through ``Engine.query`` (no HTTP) for the same time. Prints req/s, p50/p95/p99 per client count beside
-the in-process rate, and ends with one JSON line: ``rps_50``, ``p50_ms_50``, ``p99_ms_50``, ``inprocess_qps``,
-``http_overhead_ratio`` (``rps_50 / inprocess_qps``: the share of in-process throughput the server keeps).
+the in-process rate. These passes run with the query cache off, so they measure the search itself.
+
+Then a second server, with the query cache on, takes a workload in which 30% of the requests repeat an earlier one
+(the rest are distinct: SciFact questions as plain, weighted and filtered queries with three ``top_k``), from 1 and
+from 50 clients; the server's ``X-Cache`` header tells hits from misses, and their p50 are printed side by side.
+
+Ends with one JSON line: ``rps_50``, ``p50_ms_50``, ``p99_ms_50``, ``inprocess_qps``, ``http_overhead_ratio``
+(``rps_50 / inprocess_qps``: the share of in-process throughput the server keeps), ``cache_hit_p50_ms`` and
+``cache_miss_p50_ms`` (one client), ``cache_hit_p50_ms_50`` and ``cache_miss_p50_ms_50`` (50 clients),
+``cache_hit_ratio`` and ``cache_hit_cost_ratio`` (hit p50 over miss p50, one client; the target is below 0.1).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -58,6 +67,25 @@ def requests_mix(limit: int = 300) -> list[dict]:
             elif i % 3 == 2:
                 body["metadata_filter"] = {"line": {"lte": 2600}}
             out.append(body)
+    return out
+
+
+def repeating_workload(n: int, repeat_share: float = 0.3, seed: int = 17) -> list[dict]:
+    """``n`` requests of which ``repeat_share`` repeat an earlier one (chosen at random among those sent before),
+    the rest distinct: each SciFact test question as a plain, weighted and filtered query, with top_k 10, 5 and 3."""
+    distinct = []
+    for top_k in (10, 5, 3):
+        for body in requests_mix():
+            distinct.append({**body, "query_id": f"{body['query_id']}-k{top_k}", "top_k": top_k})
+    rng = random.Random(seed)
+    rng.shuffle(distinct)
+    out: list[dict] = []
+    fresh = iter(distinct)
+    for _ in range(n):
+        if out and rng.random() < repeat_share:
+            out.append(rng.choice(out))
+        else:
+            out.append(next(fresh))
     return out
 
 
@@ -116,6 +144,80 @@ def drive(host: str, port: int, clients: int, seconds: float, bodies: list[bytes
     return LoadResult(clients, len(lat), len(errs), time.perf_counter() - start, tuple(lat))
 
 
+async def _replay(host: str, port: int, clients: int, bodies: list[bytes]) -> tuple[list[float], list[bool], int]:
+    """Send ``bodies`` once each, in order, over ``clients`` keep-alive connections taking the next one in turn."""
+    lat: list[float] = []
+    hits: list[bool] = []
+    errs: list[int] = []
+    queue = iter(bodies)
+
+    async def one() -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for body in queue:
+                await _send(reader, writer, body, lat, hits, errs)
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(one() for _ in range(clients)))
+    return lat, hits, len(errs)
+
+
+async def _send(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, body: bytes, lat: list[float],
+                hits: list[bool], errs: list[int]) -> None:
+    t0 = time.perf_counter()
+    writer.write(b"POST /v1/memory/query HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length, hit = 0, False
+    for h in head.split(b"\r\n"):
+        if h.lower().startswith(b"content-length:"):
+            length = int(h.split(b":")[1])
+        elif h.lower().startswith(b"x-cache:"):
+            hit = h.split(b":")[1].strip() == b"hit"
+    await reader.readexactly(length)
+    lat.append((time.perf_counter() - t0) * 1000)
+    hits.append(hit)
+    if not head.startswith(b"HTTP/1.1 200"):
+        errs.append(1)
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else float("nan")
+
+
+def _start_server(data: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # one log line a request
+    for _ in range(300):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    return server, port
+
+
+def cache_pass(data: Path, env: dict[str, str], requests: int, clients: int) -> dict[str, float]:
+    """A fresh server with the query cache on, the repeating workload replayed by ``clients`` connections (in a
+    separate process); p50 of hits and of misses as the server's X-Cache header tells them apart."""
+    server, port = _start_server(data, {**env, "STRATA_CACHE__ENABLED": "true"})
+    try:
+        out = subprocess.run([sys.executable, "-m", "bench.api", "--replay", str(port), str(clients), str(requests)],
+                             capture_output=True, text=True, check=True, env=env).stdout
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    d = json.loads(out)
+    lat, hits = d["latencies_ms"], d["hits"]
+    hit_ms = [x for x, h in zip(lat, hits) if h]
+    miss_ms = [x for x, h in zip(lat, hits) if not h]
+    return {"hit_p50": _median(hit_ms), "miss_p50": _median(miss_ms), "hits": len(hit_ms), "requests": len(lat),
+            "errors": d["errors"]}
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -127,10 +229,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 50, 200])
     ap.add_argument("--workspace", type=Path, default=Path("/tmp/strata-bench-api"))
+    ap.add_argument("--cache-requests", type=int, default=1200, help="requests of the 30%%-repeat cache workload")
     ap.add_argument("--drive", nargs=3, metavar=("PORT", "CLIENTS", "SECONDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--replay", nargs=3, metavar=("PORT", "CLIENTS", "REQUESTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("STRATA_RETRIEVAL__EMBEDDER", "hashing")
     bodies = [json.dumps(b).encode() for b in requests_mix()]
+    if args.replay:  # the load-generator process of the cache workload
+        workload = [json.dumps(b).encode() for b in repeating_workload(int(args.replay[2]))]
+        lat, hits, errors = asyncio.run(_replay("127.0.0.1", int(args.replay[0]), int(args.replay[1]), workload))
+        print(json.dumps({"latencies_ms": lat, "hits": hits, "errors": errors}))
+        return
     if args.drive:  # the load-generator process
         r = drive("127.0.0.1", int(args.drive[0]), int(args.drive[1]), float(args.drive[2]), bodies)
         print(json.dumps({"clients": r.clients, "requests": r.requests, "errors": r.errors, "seconds": r.seconds,
@@ -138,17 +247,10 @@ def main() -> None:
         return
 
     data = ensure_index(args.workspace)
-    port = _free_port()
-    env = {**os.environ, "STRATA_SERVER__MAX_CONCURRENT_REQUESTS": "256"}
-    server = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # The throughput passes measure the search: the query cache is off (the mix repeats its 300 requests).
+    env = {**os.environ, "STRATA_SERVER__MAX_CONCURRENT_REQUESTS": "256", "STRATA_CACHE__ENABLED": "false"}
+    server, port = _start_server(data, env)
     try:
-        for _ in range(300):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         results = []
         for n in [1] + args.clients:  # the first pass warms the server up and is not reported
             out = subprocess.run([sys.executable, "-m", "bench.api", "--drive", str(port), str(n),
@@ -183,9 +285,21 @@ def main() -> None:
         print(f"{r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} {r.errors:>7}")
     print(f"{'in-proc':>8} {inprocess_qps:>8.1f}   (Engine.query in one thread, no HTTP)")
     at50 = next((r for r in results if r.clients == 50), results[-1])
+
+    one, fifty = (cache_pass(data, env, args.cache_requests, n) for n in (1, 50))
+    print(f"\nquery cache, {args.cache_requests} requests of which 30% repeat an earlier one "
+          f"(hits {one['hits']} of {one['requests']} with 1 client, {fifty['hits']} with 50)")
+    print(f"{'clients':>8} {'hit p50':>8} {'miss p50':>9} {'hit/miss':>9} {'errors':>7}")
+    for n, c in ((1, one), (50, fifty)):
+        print(f"{n:>8} {c['hit_p50']:>8.2f} {c['miss_p50']:>9.2f} {c['hit_p50'] / c['miss_p50']:>9.3f} {c['errors']:>7}")
     print(json.dumps({"rps_50": round(at50.rps, 1), "p50_ms_50": round(at50.pct(0.5), 1),
                       "p99_ms_50": round(at50.pct(0.99), 1), "inprocess_qps": round(inprocess_qps, 1),
-                      "http_overhead_ratio": round(at50.rps / inprocess_qps, 3)}))
+                      "http_overhead_ratio": round(at50.rps / inprocess_qps, 3),
+                      "cache_hit_p50_ms": round(one["hit_p50"], 2), "cache_miss_p50_ms": round(one["miss_p50"], 2),
+                      "cache_hit_p50_ms_50": round(fifty["hit_p50"], 2),
+                      "cache_miss_p50_ms_50": round(fifty["miss_p50"], 2),
+                      "cache_hit_ratio": round(one["hits"] / one["requests"], 3),
+                      "cache_hit_cost_ratio": round(one["hit_p50"] / one["miss_p50"], 3)}))
 
 
 if __name__ == "__main__":
