@@ -59,13 +59,29 @@ class TextFormatter(logging.Formatter):
         return line
 
 
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to whatever ``sys.stderr`` is at that moment, so a handler installed while stderr was
+    redirected (a test's capture, a closed pipe replaced since) never writes to a stream that is gone."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(settings: LogSettings, stream: Any = None) -> logging.Handler:
     """Send every logger's records (Strata's, uvicorn's) through one handler in the configured format; calling
     it again replaces that handler, so it is safe to call once per server process or test."""
     root = logging.getLogger()
     for h in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(h)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
     handler.set_name(_HANDLER_NAME)
     handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
     root.addHandler(handler)
