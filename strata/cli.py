@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_PARTIAL = 0, 1, 2, 3
@@ -108,11 +109,19 @@ def cmd_index(args: argparse.Namespace) -> int:
     settings = _settings(args)
     folder = Path(args.folder)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=not err.is_terminal) as bar:
+                  TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=err,
+                  transient=not err.is_terminal) as bar:
         tasks: dict[str, Any] = {}
+
+        def finish_open_stages() -> None:
+            # A stage with no count (load, merge, communities) is done when the next one starts: show it done.
+            for task in bar.tasks:
+                if task.total is None:
+                    bar.update(task.id, total=max(1, int(task.completed)), completed=max(1, int(task.completed)))
 
         def progress(stage: str, advance: int, total: int | None) -> None:
             if stage not in tasks:
+                finish_open_stages()
                 tasks[stage] = bar.add_task(stage, total=total)
             elif total is not None:
                 bar.update(tasks[stage], total=max(total, bar.tasks[tasks[stage]].completed + advance))
@@ -132,6 +141,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             else:
                 run = index_folder(folder, settings, progress, prune=not args.no_prune, report_policy=policy,
                                    full=getattr(args, "full", False))
+                finish_open_stages()
         except FileNotFoundError as exc:
             err.print(f"[red]error:[/red] {exc}")
             return EXIT_BAD_INPUT
