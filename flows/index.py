@@ -17,7 +17,6 @@ from prefect.cache_policies import NO_CACHE
 from core.records import Chunk, Document
 from core.settings import StrataSettings
 from core.threads import configure
-from extraction.chunking import chunk_document
 from extraction.loader import load_folder
 from flows.params import existing_folder
 from strata.pipeline import record_drift
@@ -32,18 +31,8 @@ BATCH_CHUNKS = 256
 
 
 def batches(session: IndexSession, docs: Sequence[Document], size: int = BATCH_CHUNKS) -> list[list[Document]]:
-    out: list[list[Document]] = []
-    current: list[Document] = []
-    weight = 0
-    for d in docs:
-        current.append(d)
-        weight += len(chunk_document(d, session.settings.chunking))
-        if weight >= size:
-            out.append(current)
-            current, weight = [], 0
-    if current:
-        out.append(current)
-    return out
+    """The documents of each extraction batch (the same grouping as a one-process run's)."""
+    return [[doc for doc, _ in batch] for batch in plan_batches(docs, session.settings, size)]
 
 
 @task(name="remove-changed-and-deleted", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
