@@ -450,9 +450,9 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     @app.get("/v1/drift", responses={**ERRORS, 404: {"model": ErrorResponse, "description": "no drift report yet"}})
     async def drift(refresh: bool = Query(False, description="recompute the report now (and write it) instead of "
                                                               "serving the last one written")) -> Any:
-        from strata.pipeline import Workspace
+        from strata.pipeline import drift_dir
 
-        path = Workspace(Path(settings.data_dir)).root / "drift" / "drift.json"
+        path = drift_dir(settings) / "drift.json"
         if refresh:
             if not _has_index(settings):
                 raise ApiError(404, ["query", "refresh"], f"no index in {settings.data_dir}: run `strata index FOLDER` "

@@ -102,6 +102,11 @@ def drift_report(settings: StrataSettings, store: GraphStore | None = None) -> "
             store.close()
 
 
+def drift_dir(settings: StrataSettings) -> Path:
+    """Where index runs, `strata drift` and the API keep the last drift report (drift.md, .json, .html)."""
+    return Path(settings.data_dir) / "drift"
+
+
 def drift_history_path(settings: StrataSettings) -> Path:
     return Path(settings.data_dir) / "drift_history.jsonl"
 
@@ -119,7 +124,7 @@ def write_drift_files(report: "DriftReport", settings: StrataSettings, out_dir: 
     published a generation) is appended to the workspace's drift history first; `strata drift` adds none."""
     from communities.drift_render import to_html, to_json, to_markdown
 
-    out = Path(out_dir or Path(settings.data_dir) / "drift")
+    out = Path(out_dir or drift_dir(settings))
     out.mkdir(parents=True, exist_ok=True)
     if history_point is not None:
         with open(drift_history_path(settings), "a", encoding="utf-8") as fh:

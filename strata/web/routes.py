@@ -55,15 +55,15 @@ def console_router(views: ViewCache, settings: StrataSettings) -> APIRouter:
 
     @router.get("/drift/page", response_class=HTMLResponse, summary="The drift report as an HTML page")
     def drift_page() -> HTMLResponse:
-        from communities.drift_render import to_html
-        from core.store import StoreError
-        from strata.pipeline import drift_report, read_drift_history
+        # The page written with the last report (by an index run, `strata drift` or GET /v1/drift?refresh=true),
+        # like /v1/drift: computing drift reads the whole store, which is no work for a GET.
+        from strata.pipeline import drift_dir
 
-        try:
-            report = drift_report(settings)
-        except StoreError as exc:
-            raise HTTPException(status_code=503, detail=f"the graph store is unavailable: {exc}") from exc
-        return HTMLResponse(to_html(report, read_drift_history(settings)))
+        path = drift_dir(settings) / "drift.html"
+        if not path.exists():
+            raise HTTPException(status_code=404, detail="no drift report yet: run `strata drift`, or GET "
+                                                        "/v1/drift?refresh=true")
+        return HTMLResponse(path.read_text(encoding="utf-8"))
 
     return router
 
