@@ -197,15 +197,16 @@ def previous_state(ws: Workspace) -> tuple[list[Community] | None, dict[str, str
     return communities, signatures
 
 
-def open_index(ws: Workspace, settings: StrataSettings, path: Path | None = None) -> ChunkIndex:
-    """The published generation's chunk index to build the next one from, or an empty index when there is none
-    or it was built with other settings (then every chunk is indexed again; vectors come from the cache)."""
+def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> ChunkIndex:
+    """The published generation's chunk index to build the next one from, or an empty index (with the
+    workspace's vector cache) when ``fresh``, when there is none, or when it was built with other settings (then
+    every chunk is indexed again; vectors come from the cache)."""
     from retrieval.index import IndexMismatchError
     from retrieval.vector_cache import VectorCache
 
     cache = VectorCache(ws.root / "vectors.sqlite")
-    current = ws.current()
-    folder = path or (current.index_dir if current else None)
+    current = None if fresh else ws.current()
+    folder = current.index_dir if current else None
     if folder is not None:
         try:
             return ChunkIndex.load(folder, settings.retrieval, vector_cache=cache, llm=settings.llm)

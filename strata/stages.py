@@ -314,34 +314,26 @@ def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult) -
     return done, failed
 
 
-def write_documents(session: IndexSession, docs: Sequence[Document], batch_size: int = 256) -> tuple[int, int]:
-    """Chunk, extract and store documents in this process, batch by batch; returns (chunks done, failed).
-    Chunks of a batch are extracted together (concurrently in LLM mode)."""
-    done = failed = 0
-    for batch in plan_batches(docs, session.settings, batch_size):
-        store_placeholders(session, batch)
-        d, f = store_batch(session, batch, session.extractor.extract(batch_chunks(batch)))
-        done, failed = done + d, failed + f
-    return done, failed
-
-
-@timed_stage("extract")
-def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
-    """Chunk, extract and store a batch of documents in this process; returns chunks done."""
-    done, failed = write_documents(session, docs)
-    session.run.failed_chunks += failed
-    session.run.chunks_extracted += done
-    return done
-
-
-@timed_stage("extract")
-def stage_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
-    """Store one batch extracted elsewhere (a Dask worker); returns chunks done."""
+def _store_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
     store_placeholders(session, batch)
     done, failed = store_batch(session, batch, result)
     session.run.failed_chunks += failed
     session.run.chunks_extracted += done
     return done
+
+
+@timed_stage("extract")
+def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
+    """Chunk, extract and store documents in this process, batch by batch (a batch's chunks are extracted
+    together, concurrently in LLM mode); returns chunks done."""
+    return sum(_store_extracted(session, batch, session.extractor.extract(batch_chunks(batch)))
+               for batch in plan_batches(docs, session.settings))
+
+
+@timed_stage("extract")
+def stage_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
+    """Store one batch extracted elsewhere (a Dask worker); returns chunks done."""
+    return _store_extracted(session, batch, result)
 
 
 _EMBEDDERS: dict[str, Any] = {}
@@ -366,7 +358,7 @@ def chunks_to_embed(session: IndexSession, unit: int = 256) -> tuple[str | None,
     """The store's chunks with no cached vector for the configured embedder, in chunk-id order, cut into units
     of ``unit`` (the same units whatever the number of workers, so the vectors are too). Returns the embedder's
     name (None without an embedder) and the units."""
-    index = open_index(session.ws, session.settings)
+    index = open_index(session.ws, session.settings, fresh=True)  # only its embedder and vector cache are read
     try:
         if index.embedder is None or index.vector_cache is None:
             return None, []
@@ -473,8 +465,7 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
 def stage_index(session: IndexSession) -> ChunkIndex:
     """The chunk index of the next generation: the published one brought in line with the store's chunks
     (changed and new chunks embedded, vectors of known text from the cache), rows in chunk-id order."""
-    index = open_index(session.ws, session.settings) if not session.full else open_index(
-        session.ws, session.settings, session.ws.root / "no-index")
+    index = open_index(session.ws, session.settings, fresh=session.full)
     session.index = index
     session.run.embedder = index.describe()
     chunks = session.store.all_chunks()
