@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from core.records import GraphSnapshot
 from core.settings import StrataSettings
 from retrieval.answer import Answer, global_answer, local_answer
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
@@ -83,10 +82,6 @@ class Engine:
 
     def reports(self):  # type: ignore[no-untyped-def]
         return self._current.reports
-
-    def graph(self, snap: QuerySnapshot | None = None) -> GraphSnapshot:
-        """The entity graph of a generation (the current one by default), from the generation, not the store."""
-        return (snap or self._current).graph()
 
     def check_reload(self) -> bool:
         """Load and swap in a newer published generation if there is one; True when it swapped."""

@@ -122,6 +122,8 @@ class Generation(Protocol):
     reports: Sequence[Report]
     communities: Sequence[Community]
 
+    def graph(self) -> GraphSnapshot: ...
+
 
 class QueryEngine(Protocol):
     """What the console reads from :class:`strata.engine.Engine`: the generation it serves, held while read."""
@@ -129,22 +131,6 @@ class QueryEngine(Protocol):
     def acquire(self) -> Generation: ...
 
     def release(self, snap: Generation) -> None: ...
-
-
-def _engine_graph(engine: Any, snap: Any) -> GraphSnapshot:
-    """The entity graph of the generation being served (published beside its index); one read of the store
-    only for a generation written before generations held their graph."""
-    try:
-        return snap.graph()
-    except (AttributeError, FileNotFoundError):
-        pass
-    from core.store import open_store
-
-    store = open_store(engine.settings)
-    try:
-        return store.read_graph()
-    finally:
-        store.close()
 
 
 @dataclass
@@ -284,7 +270,7 @@ class ViewCache:
                 with self._lock:
                     view = self._views.get(snap.index)
                     if view is None:
-                        view = ConsoleView.build(snap.index, snap.communities, snap.reports, _engine_graph(engine, snap))
+                        view = ConsoleView.build(snap.index, snap.communities, snap.reports, snap.graph())
                         self._views[snap.index] = view
             return view
         finally:
