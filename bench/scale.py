@@ -81,7 +81,9 @@ def main() -> None:
                 # one is started explicitly.
                 from distributed import LocalCluster
 
-                with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+                from flows.index import worker_environment
+
+                with worker_environment(), LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as c:
                     os.environ["STRATA_COMPUTE__DASK_ADDRESS"] = c.scheduler_address
                     os.environ["STRATA_COMPUTE__THREADS"] = "1"
                     try:

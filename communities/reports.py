@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Callable, Collection, Mapping, Protocol, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -41,6 +41,10 @@ def _join_names(names: Sequence[str]) -> str:
     if len(names) <= 1:
         return "".join(names)
     return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+_WORD = re.compile(r"\w+")
+_NONE: frozenset[int] = frozenset()
 
 
 @lru_cache(maxsize=65_536)
@@ -129,11 +133,26 @@ class ExtractiveReportWriter:
         sim = vectors @ vectors.T
         central = lexrank(sim)
         flat = [normalized(s.text) for s in candidates]
+        # Which sentences name which members. A whole-word match of a name holds every word of the name as a
+        # whole word of the sentence, so only the sentences holding all of them are searched.
+        holding: dict[str, set[int]] = {}
+        for i, text in enumerate(flat):
+            for word in _WORD.findall(text):
+                holding.setdefault(word, set()).add(i)
         named = np.zeros(len(candidates))
+        every = range(len(flat))
         for e in ranked:
-            pattern = _name_pattern(normalized(e.name))
-            hits = np.array([bool(pattern.search(t)) for t in flat])
-            named += hits * (1.0 + deg[e.id])
+            name = normalized(e.name)
+            words = _WORD.findall(name)
+            maybe: Iterable[int] = every
+            if words:
+                sets = sorted((holding.get(w, _NONE) for w in set(words)), key=len)
+                maybe = sorted(sets[0].intersection(*sets[1:]))
+            pattern = _name_pattern(name)
+            weight = 1.0 + deg[e.id]
+            for i in maybe:
+                if pattern.search(flat[i]):
+                    named[i] += weight
         named = named / named.max() if named.max() > 0 else named
         scores = central / central.max() * (0.4 + named)
         chosen = mmr(scores, sim, self.settings.report_max_findings, lam=0.7)

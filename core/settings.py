@@ -140,9 +140,9 @@ class RetrievalSettings(BaseModel):
     global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
     global_reports: int = Field(8, ge=1, le=200)
     route_confidence_threshold: float = Field(
-        0.78, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
+        0.87, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
                                       "community reports) and an LLM, when configured, is asked to classify; the "
-                                      "default keeps the both-sides share at or below 8% of the router's "
+                                      "default keeps the both-sides share at or below 9% of the router's "
                                       "development split (python -m retrieval.router_train)")
 
 
@@ -161,6 +161,9 @@ class ServerSettings(BaseModel):
     max_filter_values: int = Field(256, ge=1, le=1000, description="values one 'in' list may hold")
     max_concurrent_requests: int = Field(
         32, ge=1, le=1024, description="requests worked on at once; beyond it 503 with Retry-After")
+    search_threads: int = Field(
+        2, ge=1, le=256, description="threads that run memory queries in one server process; admitted queries "
+                                     "beyond them wait in line, first come first served (searches are CPU-bound)")
     request_timeout_s: float = Field(30.0, gt=0, le=3600, description="a request still running after this gets 503")
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")

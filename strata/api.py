@@ -191,47 +191,54 @@ class GuardMiddleware:
 
 
 class WorkLimiter:
-    """Runs request work in a pool of ``max_concurrent_requests`` threads: a request that finds every slot busy
-    gets 503 with Retry-After at once (no queue builds up), and one still running after the timeout gets 503
-    while its slot stays taken until the work really ends."""
+    """Admits at most ``max_concurrent_requests`` requests at once: one that finds every slot taken gets 503
+    with Retry-After at once. Memory queries (CPU-bound) run on ``search_threads`` threads, in arrival order:
+    more threads would only take turns at the GIL, and every query in flight would finish late. Answers and
+    drift refreshes (which wait on an LLM or the store) run on a pool with a thread per slot. A request not
+    done after the timeout gets 503; if it had not started it never will, else its slot stays taken until the
+    work really ends."""
 
     def __init__(self, server: ServerSettings) -> None:
         self.slots = server.max_concurrent_requests
+        self.search_threads = min(server.search_threads, self.slots)
         self.timeout = server.request_timeout_s
         self.retry_after = str(server.retry_after_s)
         self.busy = 0
         self.lock = threading.Lock()
-        self.pool = self._new_pool()
+        self.pool, self.search_pool = self._new_pools()
 
-    def _new_pool(self) -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="strata-api")
+    def _new_pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
+        return (ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="strata-api"),
+                ThreadPoolExecutor(max_workers=self.search_threads, thread_name_prefix="strata-search"))
 
     def open(self) -> None:
         """Ready for work again after :meth:`close` (a server may run the app's lifespan more than once)."""
         if self.pool._shutdown:
-            self.pool = self._new_pool()
+            self.pool, self.search_pool = self._new_pools()
 
     def _release(self, _future: Any) -> None:
         with self.lock:
             self.busy -= 1
 
-    async def run(self, fn: Callable[[], T]) -> T:
+    async def run(self, fn: Callable[[], T], search: bool = False) -> T:
         with self.lock:
             if self.busy >= self.slots:
                 raise ApiError(503, [], f"the server is busy ({self.slots} requests running; "
                                         "server.max_concurrent_requests); retry later", "overloaded",
                                {"Retry-After": self.retry_after})
             self.busy += 1
-        future = self.pool.submit(fn)
+        future = (self.search_pool if search else self.pool).submit(fn)
         future.add_done_callback(self._release)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
         except asyncio.TimeoutError:
+            future.cancel()  # still waiting for a thread: it never runs (and its slot is freed now)
             raise ApiError(503, [], f"the request took longer than {self.timeout:g} s (server.request_timeout_s)",
                            "timeout", {"Retry-After": self.retry_after}) from None
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.search_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def load_engine(settings: StrataSettings) -> "Engine":
@@ -388,14 +395,14 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
         check_filter(request.metadata_filter)
         engine = holder.get()
         if cache is None:
-            return _json(await limiter.run(lambda: engine.query(request)))
+            return _json(await limiter.run(lambda: engine.query(request), search=True))
         # Looked up before taking a worker slot: a hit costs no thread hop and no search.
         key, normalized = memory_query_key(request)
         generation = engine.generation
         tail = cache.get(generation, key)
         note_cache("hit" if tail is not None else "miss", generation)
         if tail is None:
-            response = await limiter.run(lambda: engine.query(normalized))
+            response = await limiter.run(lambda: engine.query(normalized), search=True)
             tail = memory_body_tail(response)
             if tail is None:
                 return _json(response.model_copy(update={"query_id": request.query_id}))

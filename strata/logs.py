@@ -9,8 +9,11 @@ secrets are replaced by ``[redacted]``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import logging.handlers
+import queue
 import sys
 import time
 from contextvars import ContextVar
@@ -25,7 +28,7 @@ _HANDLER_NAME = "strata-structured"
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
     fields = dict(getattr(record, "fields", None) or {})
-    rid = REQUEST_ID.get()
+    rid = getattr(record, "strata_request_id", None) or REQUEST_ID.get()  # set when the record was queued
     if rid is not None and "request_id" not in fields:
         fields["request_id"] = rid
     return {k: "[redacted]" if k.lower() in SECRET_FIELDS else v for k, v in fields.items()}
@@ -75,15 +78,41 @@ class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure_logging(settings: LogSettings, stream: Any = None) -> logging.Handler:
+class _Background(logging.handlers.QueueHandler):
+    """Hands records to a thread that formats and writes them, so that a server's event loop never blocks on
+    (or waits for the GIL after) a write to stderr: under load that write cost about 0.3 ms a request."""
+
+    def __init__(self, target: logging.Handler) -> None:
+        super().__init__(queue.SimpleQueue())
+        self.listener = logging.handlers.QueueListener(self.queue, target, respect_handler_level=True)
+        self.listener.start()
+        atexit.register(self.close)
+
+    def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
+        # Formatted by the target handler, in the listener's thread: the request id is read here, in the
+        # request's context, for the formatter to find.
+        record.strata_request_id = REQUEST_ID.get()
+        return record
+
+    def close(self) -> None:
+        if self.listener._thread is not None:  # type: ignore[attr-defined]
+            self.listener.stop()  # writes what is still queued
+        super().close()
+
+
+def configure_logging(settings: LogSettings, stream: Any = None, background: bool = False) -> logging.Handler:
     """Send every logger's records (Strata's, uvicorn's) through one handler in the configured format; calling
-    it again replaces that handler, so it is safe to call once per server process or test."""
+    it again replaces that handler, so it is safe to call once per server process or test. ``background``:
+    records are written by a thread of their own (the server's choice)."""
     root = logging.getLogger()
     for h in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(h)
-    handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
-    handler.set_name(_HANDLER_NAME)
+        h.close()
+    handler: logging.Handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
     handler.setFormatter(JsonFormatter() if settings.format == "json" else TextFormatter())
+    if background:
+        handler = _Background(handler)
+    handler.set_name(_HANDLER_NAME)
     root.addHandler(handler)
     root.setLevel(settings.level)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):

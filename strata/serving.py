@@ -19,7 +19,7 @@ def served_app() -> Any:
     from strata.api import create_app
 
     settings = StrataSettings()
-    configure_logging(settings.log)
+    configure_logging(settings.log, background=True)
     return create_app(settings)
 
 
@@ -34,7 +34,7 @@ def run_server(settings: StrataSettings, host: str, port: int, workers: int = 1)
     (the caller puts the data directory there)."""
     import uvicorn
 
-    configure_logging(settings.log)
+    configure_logging(settings.log, background=True)
     options = uvicorn_options(settings, host, port)
     if workers > 1:
         uvicorn.run("strata.serving:served_app", factory=True, workers=workers, **options)

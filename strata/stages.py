@@ -354,17 +354,18 @@ def embed_unit(texts: Sequence[str], settings: StrataSettings) -> Any:
     return embedder.embed(list(texts))
 
 
-def chunks_to_embed(session: IndexSession, unit: int = 256) -> tuple[str | None, list[list[Chunk]]]:
-    """The store's chunks with no cached vector for the configured embedder, in chunk-id order, cut into units
-    of ``unit`` (the same units whatever the number of workers, so the vectors are too). Returns the embedder's
-    name (None without an embedder) and the units."""
+def chunks_to_embed(session: IndexSession, chunks: Sequence[Chunk] | None = None,
+                    unit: int = 256) -> tuple[str | None, list[list[Chunk]]]:
+    """``chunks`` (default: all the store's chunks) with no cached vector for the configured embedder, one per
+    content, in chunk-id order, cut into units of ``unit`` (the same units whatever the number of workers, so
+    the vectors are too). Returns the embedder's name (None without an embedder) and the units."""
     index = open_index(session.ws, session.settings, fresh=True)  # only its embedder and vector cache are read
     try:
         if index.embedder is None or index.vector_cache is None:
             return None, []
-        chunks = sorted(session.store.all_chunks(), key=lambda c: c.id)
-        cached = index.vector_cache.get_many(index.embedder.name, [c.content_hash for c in chunks], index.embedder.dim)
-        todo = [c for c in chunks if c.content_hash not in cached]
+        ordered = sorted(session.store.all_chunks() if chunks is None else chunks, key=lambda c: c.id)
+        cached = index.vector_cache.get_many(index.embedder.name, [c.content_hash for c in ordered], index.embedder.dim)
+        todo = [c for c in ordered if c.content_hash not in cached]
         todo = list({c.content_hash: c for c in todo}.values())
         return index.embedder.name, [todo[i:i + unit] for i in range(0, len(todo), unit)]
     finally:

@@ -174,6 +174,33 @@ def test_saturation_and_timeout_get_503_with_retry_after(data_dir: Path, monkeyp
         assert c.post("/v1/memory/query", json=body).status_code == 200
 
 
+def test_queries_wait_in_line_for_the_search_threads_and_a_timed_out_one_never_runs(
+        data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    release = threading.Event()
+    app = create_app(make_settings(data_dir, max_concurrent_requests=4, search_threads=1, request_timeout_s=0.5))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        engine = app.state.holder.engine
+        real = engine.query
+        ran: list[str] = []
+        monkeypatch.setattr(engine, "query", lambda request: (ran.append(request.query_id), release.wait(5),
+                                                              real(request))[2])
+        statuses: dict[str, int] = {}
+
+        def send(qid: str) -> None:
+            statuses[qid] = c.post("/v1/memory/query", json={"query_id": qid, "search_text": "billing"}).status_code
+
+        first = threading.Thread(target=send, args=("first",))
+        first.start()
+        time.sleep(0.1)
+        send("queued")  # the one search thread is taken: it waits in line, then times out there
+        assert statuses["queued"] == 503
+        release.set()
+        first.join()
+        time.sleep(0.2)
+        assert c.post("/v1/memory/query", json={"query_id": "after", "search_text": "billing"}).status_code == 200
+    assert ran == ["first", "after"]  # the timed-out query was never searched, and its slot was freed
+
+
 def test_engine_loaded_once_at_start_up(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loads = []
     real = api.load_engine

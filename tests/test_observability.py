@@ -156,6 +156,20 @@ def test_one_json_line_per_request_with_its_id_and_no_query_text(data_dir: Path,
     assert "zebra" not in text and KEY not in text
 
 
+def test_a_server_writes_its_log_lines_from_a_thread_of_their_own_with_each_request_id(data_dir: Path) -> None:
+    stream = io.StringIO()
+    handler = configure_logging(LogSettings(format="json", level="INFO"), stream, background=True)
+    try:
+        with TestClient(create_app(make_settings(data_dir, server={"api_keys": [KEY]}))) as c:
+            ids = [f"req-{i}" for i in range(20)]
+            for rid in ids:
+                assert c.post("/v1/memory/query", json=QUERY, headers={**AUTH, "x-request-id": rid}).status_code == 200
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()  # the lines still queued are written before close returns
+    assert [x["request_id"] for x in lines(stream) if x.get("event") == "request"] == ids
+
+
 def test_index_run_logs_each_stage_and_writes_index_prom(tmp_path: Path, json_log: io.StringIO) -> None:
     folder = tmp_path / "notes"
     shutil.copytree(ROOT / "samples" / "infra-notes", folder)
