@@ -8,7 +8,9 @@ its concurrency limit). The run summary is returned and published as a markdown 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import os
+from contextlib import contextmanager, suppress
+from typing import Any, Iterator, Sequence
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
@@ -90,9 +92,19 @@ def embed_on_workers(session: IndexSession, settings: StrataSettings,
     return name, units, futures
 
 
-def collect_vectors(session: IndexSession, name: str | None, units: list[list[Chunk]], futures: list[Any]) -> None:
+def collect_vectors(session: IndexSession, name: str | None, units: list[list[Chunk]], futures: list[Any],
+                    finished_only: bool = False) -> None:
+    """Store the vectors of the embedding tasks, in unit order; ``finished_only``: those of the tasks that have
+    already completed (what a failed run keeps, so the next run does not embed them again)."""
     for unit, future in zip(units, futures):
-        save_vectors(session, name, unit, future.result())  # type: ignore[arg-type]
+        if finished_only:
+            try:
+                vectors = future.result(timeout=0.01)
+            except Exception:  # not finished, or failed
+                continue
+        else:
+            vectors = future.result()
+        save_vectors(session, name, unit, vectors)  # type: ignore[arg-type]
 
 
 def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool = True,
@@ -110,27 +122,35 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
         # visible in the run graph with wait_for on the states of the tasks before.
         removed = remove_task(session, list(changes.deleted) + [d.id for d in changes.changed], return_state=True)
         todo = list(changes.new) + list(changes.changed)
-        if distributed:
-            planned = plan_batches(todo, settings)
-            results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings), wait_for=[removed])
-            # Embedding needs only the chunks' texts: the workers embed while this process stores the extractions,
-            # merges and writes the reports, and the vectors are collected before the chunk index is built.
-            embedding = embed_on_workers(session, settings, [c for b in planned for c in batch_chunks(b)])
-            upstream: list[Any] = list(results)
-            extracted = [stage_extracted(session, b, r.result()) for b, r in zip(planned, results)]
-        else:
-            states = [extract_task(session, batch, wait_for=[removed], return_state=True)
-                      for batch in batches(session, todo)]
-            extracted = [s.result() for s in states]
-            upstream = states
-        # Each task takes its predecessor's result, so the run graph shows the stages in order.
-        snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
-        communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
-        written = reports_task(session, snapshot, communities, report_policy, return_state=True)
-        if distributed:
-            collect_vectors(session, *embedding)
-            # Older chunks whose vectors are not cached (a vector cache removed, say): usually none.
-            collect_vectors(session, *embed_on_workers(session, settings, None))
+        embedding = None
+        try:
+            if distributed:
+                planned = plan_batches(todo, settings)
+                results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings),
+                                                wait_for=[removed])
+                # Embedding needs only the chunks' texts: the workers embed while this process stores the
+                # extractions, merges and writes the reports; the vectors are stored before the chunk index is built.
+                embedding = embed_on_workers(session, settings, [c for b in planned for c in batch_chunks(b)])
+                upstream: list[Any] = list(results)
+                extracted = [stage_extracted(session, b, r.result()) for b, r in zip(planned, results)]
+            else:
+                states = [extract_task(session, batch, wait_for=[removed], return_state=True)
+                          for batch in batches(session, todo)]
+                extracted = [s.result() for s in states]
+                upstream = states
+            # Each task takes its predecessor's result, so the run graph shows the stages in order.
+            snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
+            communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
+            written = reports_task(session, snapshot, communities, report_policy, return_state=True)
+            if embedding is not None:
+                collect_vectors(session, *embedding)
+                # Older chunks whose vectors are not cached (a vector cache removed, say): usually none.
+                collect_vectors(session, *embed_on_workers(session, settings, None))
+        except BaseException:
+            if embedding is not None:  # keep what the workers finished: a rerun embeds only the rest
+                with suppress(Exception):
+                    collect_vectors(session, *embedding, finished_only=True)
+            raise
         chunks = index_task(session, written.result(), wait_for=[written], return_state=True)
         run = publish_task(session, snapshot, communities, chunks.result(), wait_for=[chunks])
     finally:
@@ -168,14 +188,24 @@ def dask_runner(settings: StrataSettings) -> Any:
                                           "dashboard_address": None})
 
 
-def worker_environment() -> Any:
+@contextmanager
+def worker_environment() -> Iterator[None]:
     """Dask's nanny sets ``MALLOC_TRIM_THRESHOLD_`` in every worker it starts, which turns glibc's adaptive mmap
     threshold off: each of the embedder's large temporaries is then mapped and unmapped anew, and a worker
     embeds about 25% slower than this process does with one BLAS thread (10.2 against 13.8 SciFact texts/s). A
-    context in which the workers of a local cluster start without it."""
+    context in which the workers of a local cluster start without it (also when an earlier cluster of this
+    process left it in the environment, where the nanny puts it)."""
     import dask
 
-    return dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None})
+    key = "MALLOC_TRIM_THRESHOLD_"
+    before = os.environ.pop(key, None)
+    try:
+        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{key}": None}):
+            yield
+    finally:
+        os.environ.pop(key, None)
+        if before is not None:
+            os.environ[key] = before
 
 
 def with_workers(settings: StrataSettings, workers: int | None) -> StrataSettings:

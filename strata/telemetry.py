@@ -19,6 +19,7 @@ Routes are labelled by their template (``/v1/chunks/{chunk_id:path}``), so the l
 from __future__ import annotations
 
 import logging
+import os
 import random
 import re
 import time
@@ -33,14 +34,14 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from strata.logs import REQUEST_ID, log_event
+from strata.logs import ACCESS_LOGGER, REQUEST_ID, log_event
 from strata.qcache import QueryCache
 from strata.runmetrics import read_index_metrics
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
-access_log = logging.getLogger("strata.request")
+access_log = logging.getLogger(ACCESS_LOGGER)
 METRICS_CONTENT_TYPE = CONTENT_TYPE_LATEST
 # The error types of the refusals counted as rejected, by the reason label they are counted under.
 REJECTIONS = {"unauthorized": "auth", "body_too_large": "body_size", "unsupported_media_type": "content_type",
@@ -96,6 +97,7 @@ class ApiMetrics:
 
 
 _IDS = random.Random()  # seeded from the OS once; request ids need to be unique, not secret
+os.register_at_fork(after_in_child=_IDS.seed)  # a forked server worker gets ids of its own
 
 
 def _new_request_id() -> str:

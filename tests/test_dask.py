@@ -30,7 +30,10 @@ def harness():
 def cluster():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+    from flows.index import worker_environment
+
+    with worker_environment(), LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                            dashboard_address=None) as c:
         with Client(c) as client:
             yield c, client
 
@@ -99,3 +102,40 @@ def test_a_worker_killed_mid_run_is_survived(harness, cluster, tmp_path: Path, m
     assert run["published"]
     assert_same(state(distributed), state(single))
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.slow
+def test_a_run_that_fails_while_workers_embed_keeps_the_vectors_they_finished(
+        harness, cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import flows.index
+    from core.store import open_store
+    from flows.index import run_flow
+    from retrieval.embed import make_embedder
+    from retrieval.vector_cache import VectorCache
+
+    c, client = cluster
+
+    def embedding_done_then_fail(*args: object, **kwargs: object) -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline and client.run_on_scheduler(
+                lambda dask_scheduler: sum(ts.state != "memory" for ts in dask_scheduler.tasks.values())):
+            time.sleep(0.05)
+        raise RuntimeError("the merge failed")
+
+    monkeypatch.setattr(flows.index, "stage_merge", embedding_done_then_fail)
+    monkeypatch.setenv("STRATA_COMPUTE__DASK_ADDRESS", c.scheduler_address)
+    with pytest.raises(RuntimeError, match="merge failed"):
+        run_flow(str(corpus(tmp_path, extra=40)), str(tmp_path / "dask"), "changed", True, None)
+    settings = StrataSettings(data_dir=tmp_path / "dask", extraction={"mode": "offline"})
+    store = open_store(settings)
+    try:
+        hashes = {chunk.content_hash for chunk in store.all_chunks()}
+    finally:
+        store.close()
+    r = settings.retrieval
+    embedder = make_embedder(r.embedder, r.hashing_dim, settings.llm, r.embedding_model, r.embedding_dim)
+    cache = VectorCache(tmp_path / "dask" / "vectors.sqlite")
+    try:
+        assert hashes and set(cache.get_many(embedder.name, sorted(hashes), embedder.dim)) == hashes
+    finally:
+        cache.close()
