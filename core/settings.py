@@ -162,8 +162,9 @@ class ServerSettings(BaseModel):
     max_concurrent_requests: int = Field(
         32, ge=1, le=1024, description="requests worked on at once; beyond it 503 with Retry-After")
     search_threads: int = Field(
-        2, ge=1, le=256, description="threads that run memory queries in one server process; admitted queries "
-                                     "beyond them wait in line, first come first served (searches are CPU-bound)")
+        1, ge=1, le=256, description="threads that run memory queries in one server process; admitted queries "
+                                     "beyond them wait in line, first come first served (searches are CPU-bound, "
+                                     "and a second thread was slower on two cores with BM25 alone and with MiniLM)")
     request_timeout_s: float = Field(30.0, gt=0, le=3600, description="a request still running after this gets 503")
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
