@@ -347,7 +347,7 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
         lines.append("")
         lines.append(f"{group[0].title} (report {rid})")
         for p in group:
-            lines.append(f"- {p.text} [{', '.join(p.chunk_ids[:3])}]")
+            lines.append(f"- {normalized(p.text)} [{', '.join(p.chunk_ids[:3])}]")
             quotes.append(Quote(p.chunk_ids[0] if p.chunk_ids else "", p.start, p.end, p.text, p.title))
     return Answer(question, route, "offline", "\n".join(lines),
                   _citations(index, [c for p in picked for c in p.chunk_ids[:3]]), tuple(groups), tuple(quotes))

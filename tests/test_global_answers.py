@@ -8,7 +8,7 @@ import pytest
 
 from communities.context import GraphIndex
 from communities.reports import ExtractiveReportWriter, write_reports
-from communities.sentences import lexrank, mmr, whole_sentences
+from communities.sentences import lexrank, mmr, normalized, whole_sentences
 from core.records import Chunk, Community, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings, RetrievalSettings
 from core.store.codec import findings_from_json, findings_to_json
@@ -99,8 +99,30 @@ def test_global_answers_differ_by_question_and_quote_exactly(built) -> None:
     for answer in (ops, tale):
         for p in answer.points:
             row = index.rows[index.by_id[p.chunk_id]]
-            assert row.text[p.start:p.end] == p.text and p.text in answer.text
+            assert row.text[p.start:p.end] == p.text and normalized(p.text) in answer.text
         assert p.title in answer.text
+
+
+def test_a_quoted_sentence_wrapped_across_lines_reads_as_one_line_of_the_answer() -> None:
+    text = ("The billing-service is sensitive to\nPostgreSQL latency, whether through connection limits or slow\n"
+            "queries. Priya Raman raised db.pool.size on the billing-service after the PostgreSQL timeouts.")
+    chunk = Chunk("wrap#0000", "wrap", 0, text, 0, len(text), len(text.split()), "wrap", "wrap")
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract([chunk]).extractions)
+    settings = CommunitySettings(report_max_findings=3)
+    community = Community("c_wrap", 0, None, tuple(sorted(e.id for e in entities)))
+    reports, _ = write_reports([community], GraphSnapshot(tuple(entities), tuple(relations)),
+                               ExtractiveReportWriter(settings, {chunk.id: chunk}), settings,
+                               chunk_hashes={chunk.id: chunk.content_hash})
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add([chunk])
+    answer = global_answer("How sensitive is the billing-service to PostgreSQL latency?", forced("global"),
+                           reports, index, None, 8, 3)
+    wrapped = [p for p in answer.points if "\n" in p.text]
+    assert wrapped, [p.text for p in answer.points]  # the quote itself keeps the text as written
+    for p in wrapped:
+        assert f"- {normalized(p.text)} [" in answer.text  # shown on one line
+    assert all(line.startswith("- ") or "(report " in line or line.startswith("Across the corpus") or not line
+               for line in answer.text.splitlines())
 
 
 def test_global_answer_says_plainly_when_the_corpus_does_not_cover_the_question(built) -> None:
