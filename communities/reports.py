@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 import re
 from collections import Counter
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Callable, Collection, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np

@@ -232,7 +232,8 @@ class WorkLimiter:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
         except asyncio.TimeoutError:
-            future.cancel()  # still waiting for a thread: it never runs (and its slot is freed now)
+            # wait_for cancelled the wrapper, which cancels ``future``: one still waiting for a thread never runs
+            # (and its slot is freed now).
             raise ApiError(503, [], f"the request took longer than {self.timeout:g} s (server.request_timeout_s)",
                            "timeout", {"Retry-After": self.retry_after}) from None
 

@@ -339,19 +339,24 @@ def stage_extracted(session: IndexSession, batch: Batch, result: ExtractionResul
 _EMBEDDERS: dict[str, Any] = {}
 
 
-def embed_unit(texts: Sequence[str], settings: StrataSettings) -> Any:
-    """Vectors of one unit of chunk texts, with the configured embedder loaded once per process (BLAS threads
-    as ``compute`` says): what a Dask worker runs."""
-    from core.threads import configure
+def cached_embedder(settings: StrataSettings) -> Any:
+    """The configured embedder (None without one), loaded once per process: by a Dask worker for the units it
+    embeds, and by the flow's own process for the embedder's name and dimension."""
     from retrieval.embed import make_embedder
 
-    configure(settings.compute)
     r = settings.retrieval
     key = json.dumps([r.embedder, r.hashing_dim, r.embedding_model, r.embedding_dim])
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = make_embedder(r.embedder, r.hashing_dim, settings.llm, r.embedding_model, r.embedding_dim)
-    embedder = _EMBEDDERS[key]
-    return embedder.embed(list(texts))
+    return _EMBEDDERS[key]
+
+
+def embed_unit(texts: Sequence[str], settings: StrataSettings) -> Any:
+    """Vectors of one unit of chunk texts (BLAS threads as ``compute`` says): what a Dask worker runs."""
+    from core.threads import configure
+
+    configure(settings.compute)
+    return cached_embedder(settings).embed(list(texts))
 
 
 def chunks_to_embed(session: IndexSession, chunks: Sequence[Chunk] | None = None,
@@ -359,19 +364,20 @@ def chunks_to_embed(session: IndexSession, chunks: Sequence[Chunk] | None = None
     """``chunks`` (default: all the store's chunks) with no cached vector for the configured embedder, one per
     content, in chunk-id order, cut into units of ``unit`` (the same units whatever the number of workers, so
     the vectors are too). Returns the embedder's name (None without an embedder) and the units."""
-    index = open_index(session.ws, session.settings, fresh=True)  # only its embedder and vector cache are read
+    from retrieval.vector_cache import VectorCache
+
+    embedder = cached_embedder(session.settings)
+    if embedder is None:
+        return None, []
+    ordered = sorted(session.store.all_chunks() if chunks is None else chunks, key=lambda c: c.id)
+    cache = VectorCache(session.ws.root / "vectors.sqlite")
     try:
-        if index.embedder is None or index.vector_cache is None:
-            return None, []
-        ordered = sorted(session.store.all_chunks() if chunks is None else chunks, key=lambda c: c.id)
-        cached = index.vector_cache.get_many(index.embedder.name, [c.content_hash for c in ordered], index.embedder.dim)
-        todo = [c for c in ordered if c.content_hash not in cached]
-        todo = list({c.content_hash: c for c in todo}.values())
-        return index.embedder.name, [todo[i:i + unit] for i in range(0, len(todo), unit)]
+        cached = cache.get_many(embedder.name, [c.content_hash for c in ordered], embedder.dim)
     finally:
-        index.close()
-        if index.vector_cache is not None:
-            index.vector_cache.close()
+        cache.close()
+    todo = [c for c in ordered if c.content_hash not in cached]
+    todo = list({c.content_hash: c for c in todo}.values())
+    return embedder.name, [todo[i:i + unit] for i in range(0, len(todo), unit)]
 
 
 def save_vectors(session: IndexSession, embedder_name: str, chunks: Sequence[Chunk], vectors: Any) -> None:
