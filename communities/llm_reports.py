@@ -44,14 +44,15 @@ FALLBACK_MODE = "fallback"
 class LLMReportWriter:
     mode = "llm"
 
-    def __init__(self, client: LLMClient, settings: CommunitySettings, chunks: dict[str, Chunk], prompts_dir=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, client: LLMClient, settings: CommunitySettings, chunks: dict[str, Chunk], prompts_dir=None,  # type: ignore[no-untyped-def]
+                 idf=None) -> None:
         self.client = client
         self.settings = settings
         self.chunks = chunks
         self.model = client.settings.model
         self.prompt = load_prompt("community_report", prompts_dir)
         self.repair = load_prompt("repair_json", prompts_dir)
-        self.fallback = ExtractiveReportWriter(settings, chunks)
+        self.fallback = ExtractiveReportWriter(settings, chunks, idf)
         self.failures: list[tuple[str, str]] = []  # (community id, reason) of reports written by the fallback
 
     @property

@@ -67,10 +67,13 @@ class ExtractiveReportWriter:
     mode = "offline"
     model = "extractive"
 
-    def __init__(self, settings: CommunitySettings, chunks: Mapping[str, Chunk] | None = None) -> None:
+    def __init__(self, settings: CommunitySettings, chunks: Mapping[str, Chunk] | None = None,
+                 idf: Idf | None = None) -> None:
+        """``idf``: the document frequencies of the whole corpus, when ``chunks`` holds only the passages of the
+        communities this writer is given (a Dask worker's share); by default they come from ``chunks``."""
         self.settings = settings
         self.chunks = dict(chunks or {})
-        self._idf: Idf | None = None
+        self._idf: Idf | None = idf
         self._sentences: dict[str, list[tuple[Sentence, str]]] = {}  # per chunk: its whole sentences, normalized
 
     @property
@@ -176,11 +179,15 @@ class ExtractiveReportWriter:
         return findings
 
 
+WriteMany = Callable[[Sequence[tuple[CommunityContext, Sequence[Report]]]], list[Report]]
+
+
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
                   settings: CommunitySettings,
                   existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None,
                   chunk_hashes: dict[str, str] | None = None, policy: str = "changed",
-                  force: Collection[str] = (), min_drift: float = 0.0) -> tuple[list[Report], int]:
+                  force: Collection[str] = (), min_drift: float = 0.0,
+                  write_many: WriteMany | None = None) -> tuple[list[Report], int]:
     """Reports for the communities, deepest level first; returns (reports, how many were written anew).
 
     Policy ``changed`` rewrites a report whose fingerprint differs and keeps the others (nothing to
@@ -188,6 +195,11 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     keeps every existing one as it is (the drift report then says how far each has drifted). Ids in ``force``
     are rewritten either way (``strata drift --refresh``). With ``min_drift`` above 0, policy ``changed`` also
     keeps a report whose inputs changed by a drift score below it (the drift report still shows the score).
+
+    A level's reports depend only on the levels below it, so the reports to write of one level are independent
+    of one another: ``write_many`` (default: ``writer.write`` on each in turn) receives them all at once, in
+    community-id order, with their children's reports, and may write them anywhere (Dask workers) as long as it
+    returns them in the same order.
     """
     if policy not in ("changed", "missing"):
         raise ValueError(f"unknown report policy {policy!r} (expected 'changed' or 'missing')")
@@ -200,30 +212,47 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
             children.setdefault(c.parent_id, []).append(c.id)
     written = 0
     retried: set[str] = set()
-    for c in sorted(communities, key=lambda c: (-c.level, c.id)):
-        ctx = index.context(c)
-        manifest = inputs_manifest(ctx)
-        fp = fingerprint(ctx, manifest)
-        prior = old.get(c.id)
-        # A report the LLM writer's fallback wrote is never kept by an LLM run: it is retried, and so is every
-        # report above it, which may have been written from its text (unchanged prompts come from the cache).
-        retry = prior is not None and writer.mode == "llm" and (
-            prior.mode == "fallback" or any(k in retried for k in children.get(c.id, ())))
-        if retry:
-            retried.add(c.id)
-        keep = prior is not None and c.id not in force and not retry and (
-            policy == "missing" or prior.fingerprint == fp or (
-                min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
-                                                                      index.chunk_hashes)[0] < min_drift))
-        if keep and policy == "changed" and prior.stale and prior.fingerprint == fp:
-            # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added).
-            done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
-        elif keep:
-            done[c.id] = prior  # type: ignore[assignment]
+    for level in sorted({c.level for c in communities}, reverse=True):
+        todo: list[tuple[Community, CommunityContext, dict]] = []  # type: ignore[type-arg]
+        for c in sorted((c for c in communities if c.level == level), key=lambda c: c.id):
+            ctx = index.context(c)
+            manifest = inputs_manifest(ctx)
+            fp = fingerprint(ctx, manifest)
+            prior = old.get(c.id)
+            # A report the LLM writer's fallback wrote is never kept by an LLM run: it is retried, and so is every
+            # report above it, which may have been written from its text (unchanged prompts come from the cache).
+            retry = prior is not None and writer.mode == "llm" and (
+                prior.mode == "fallback" or any(k in retried for k in children.get(c.id, ())))
+            if retry:
+                retried.add(c.id)
+            keep = prior is not None and c.id not in force and not retry and (
+                policy == "missing" or prior.fingerprint == fp or (
+                    min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
+                                                                          index.chunk_hashes)[0] < min_drift))
+            if keep and policy == "changed" and prior.stale and prior.fingerprint == fp:
+                # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added).
+                done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
+            elif keep:
+                done[c.id] = prior  # type: ignore[assignment]
+            else:
+                todo.append((c, ctx, manifest))
+                continue
+            if on_progress:
+                on_progress(1)
+        items = [(ctx, [done[k] for k in children.get(c.id, []) if k in done]) for c, ctx, _ in todo]
+        if write_many is None:
+            reports = []
+            for ctx, kids in items:
+                reports.append(writer.write(ctx, kids))
+                if on_progress:
+                    on_progress(1)
         else:
-            report = writer.write(ctx, [done[k] for k in children.get(c.id, []) if k in done])
+            reports = write_many(items)
+            if len(reports) != len(items):
+                raise RuntimeError(f"level {level}: {len(items)} reports to write, {len(reports)} returned")
+            if on_progress:
+                on_progress(len(items))
+        for (c, _, manifest), report in zip(todo, reports):
             done[c.id] = replace(report, inputs=json.dumps(manifest, sort_keys=True))
             written += 1
-        if on_progress:
-            on_progress(1)
     return [done[c.id] for c in communities], written

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager, suppress
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-from core.records import Chunk, Document
+from communities.sentences import Idf
+from core.records import Chunk, Document, Report
 from core.settings import StrataSettings
 from core.threads import configure
 from extraction.loader import load_folder
@@ -25,11 +26,13 @@ from strata.pipeline import record_drift
 from strata.runmetrics import RunFigures
 from extraction.types import ExtractionResult
 from prefect.utilities.annotations import unmapped
-from strata.stages import (IndexSession, batch_chunks, chunks_to_embed, embed_unit, extract_unit, open_session,
-                           plan_batches, save_vectors, stage_communities, stage_extract, stage_extracted, stage_index,
-                           stage_merge, stage_plan, stage_publish, stage_remove, stage_reports)
+from strata.stages import (Failures, IndexSession, ReportDispatch, ReportItems, batch_chunks, chunks_to_embed,
+                           embed_unit, extract_unit, open_session, plan_batches, report_passages, save_vectors,
+                           stage_communities, stage_extract, stage_extracted, stage_index, stage_merge, stage_plan,
+                           stage_publish, stage_remove, stage_reports, write_report_unit)
 
 BATCH_CHUNKS = 256
+REPORT_UNIT = 128  # communities per report-writing task
 
 
 def batches(session: IndexSession, docs: Sequence[Document], size: int = BATCH_CHUNKS) -> list[list[Document]]:
@@ -77,6 +80,30 @@ def publish_task(session: IndexSession, snapshot, communities, chunks: int) -> d
 @task(name="extract-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
 def extract_unit_task(chunks: list[Chunk], settings: StrataSettings) -> ExtractionResult:
     return extract_unit(chunks, settings)
+
+
+@task(name="write-reports-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def report_unit_task(items: ReportItems, chunks: list[Chunk], idf: Idf, settings: StrataSettings) -> Any:
+    return write_report_unit(items, chunks, idf, settings)
+
+
+def reports_on_workers(settings: StrataSettings, unit: int = REPORT_UNIT) -> ReportDispatch:
+    """Each level's reports written by tasks mapped over units of ``unit`` communities (with the passages they
+    quote and the corpus's document frequencies), gathered in community order."""
+
+    def dispatch(items: ReportItems, chunks: Mapping[str, Chunk], idf: Idf) -> tuple[list[Report], Failures]:
+        units = [list(items[i:i + unit]) for i in range(0, len(items), unit)]
+        futures = report_unit_task.map(units, [report_passages(u, chunks) for u in units], unmapped(idf),
+                                       unmapped(settings))
+        reports: list[Report] = []
+        failures: Failures = []
+        for future in futures:
+            written, failed = future.result()
+            reports += written
+            failures += failed
+        return reports, failures
+
+    return dispatch
 
 
 @task(name="embed-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
@@ -141,7 +168,12 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
             # Each task takes its predecessor's result, so the run graph shows the stages in order.
             snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
             communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
-            written = reports_task(session, snapshot, communities, report_policy, return_state=True)
+            if distributed:  # the reports of each level are written by tasks mapped over the workers
+                stage_reports(session, snapshot, communities, report_policy, dispatch=reports_on_workers(settings))
+                written, after = session.run.reports_written, []
+            else:
+                state = reports_task(session, snapshot, communities, report_policy, return_state=True)
+                written, after = state.result(), [state]
             if embedding is not None:
                 collect_vectors(session, *embedding)
                 # Older chunks whose vectors are not cached (a vector cache removed, say): usually none.
@@ -151,7 +183,7 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
                 with suppress(Exception):
                     collect_vectors(session, *embedding, finished_only=True)
             raise
-        chunks = index_task(session, written.result(), wait_for=[written], return_state=True)
+        chunks = index_task(session, written, wait_for=after, return_state=True)
         run = publish_task(session, snapshot, communities, chunks.result(), wait_for=[chunks])
     finally:
         session.close()

@@ -125,6 +125,21 @@ class _Layer:
     ln2_b: np.ndarray
 
 
+@dataclass(slots=True)
+class Partial:
+    """Texts part-way through the encoder: the hidden states of their tokens after ``done`` layers (a router
+    reads an early layer and the dense search resumes from there, so a question runs through the model once)."""
+
+    x: np.ndarray  # (tokens, hidden)
+    lengths: list[int]
+    starts: np.ndarray
+    counts: np.ndarray  # (texts, 1) float32
+    done: int = 0
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(x, self.starts, axis=0) / self.counts
+
+
 def _t(w: np.ndarray) -> np.ndarray:
     """A torch Linear weight ``(out, in)`` as a contiguous float32 ``(in, out)`` matrix."""
     return np.ascontiguousarray(w.T, dtype=_F32)
@@ -213,22 +228,25 @@ class MiniLMEmbedder:
             ctx /= sums
             start += n
 
-    def forward(self, token_ids: Sequence[Sequence[int]], hidden: list[np.ndarray] | None = None) -> np.ndarray:
-        """L2-normalized mean-pooled embeddings of already tokenized texts, as one unpadded batch. ``hidden``,
-        when given, receives every encoder layer's mean-pooled output, first layer first (the router reads an
-        intermediate layer as well as the embedding)."""
+    def begin(self, token_ids: Sequence[Sequence[int]]) -> "Partial":
+        """The input of the first encoder layer for already tokenized texts, as one unpadded batch."""
         lengths = [len(t) for t in token_ids]
         if not lengths or min(lengths) < 1:
             raise ValueError("every text needs at least one token")
         ids = np.fromiter((i for t in token_ids for i in t), np.int64, count=sum(lengths))
         positions = np.concatenate([np.arange(n) for n in lengths])
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        counts = np.asarray(lengths, _F32)[:, None]
         x = self.word[ids]
         x += self.position[positions]
         layer_norm_(x, *self.emb_ln, self.eps)
+        return Partial(x, lengths, np.concatenate([[0], np.cumsum(lengths)[:-1]]), np.asarray(lengths, _F32)[:, None])
+
+    def advance(self, state: "Partial", upto: int | None = None, hidden: list[np.ndarray] | None = None) -> "Partial":
+        """Runs the encoder layers after ``state.done`` up to layer ``upto`` (all: None), in place on ``state``.
+        ``hidden``, when given, receives each of these layers' mean-pooled output, in order."""
+        upto = len(self.layers) if upto is None else upto
+        x, lengths = state.x, state.lengths
         ctx = np.empty_like(x)
-        for layer in self.layers:
+        for layer in self.layers[state.done:upto]:
             qkv = x @ layer.qkv_w
             qkv += layer.qkv_b
             self._attention(qkv, lengths, ctx)
@@ -244,9 +262,22 @@ class MiniLMEmbedder:
             y += x
             x = layer_norm_(y, layer.ln2_w, layer.ln2_b, self.eps)
             if hidden is not None:
-                hidden.append(np.add.reduceat(x, starts, axis=0) / counts)
-        pooled = np.add.reduceat(x, starts, axis=0) / counts
+                hidden.append(state.mean(x))
+        state.x, state.done = x, max(state.done, upto)
+        return state
+
+    def finish(self, state: "Partial") -> np.ndarray:
+        """The L2-normalized mean-pooled embeddings of ``state``'s texts (running the layers still to run)."""
+        self.advance(state)
+        pooled = state.mean(state.x)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), _F32(1e-12))
+
+    def forward(self, token_ids: Sequence[Sequence[int]], hidden: list[np.ndarray] | None = None) -> np.ndarray:
+        """L2-normalized mean-pooled embeddings of already tokenized texts, as one unpadded batch. ``hidden``,
+        when given, receives every encoder layer's mean-pooled output, first layer first."""
+        state = self.begin(token_ids)
+        self.advance(state, hidden=hidden)
+        return self.finish(state)
 
     def batches(self, lengths: Sequence[int]) -> list[list[int]]:
         """Indexes of texts grouped into batches of similar length, each within ``batch_tokens`` tokens

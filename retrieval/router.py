@@ -23,6 +23,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from extraction.resolution import normalize_name
+from retrieval.language import describe_language
 from retrieval.router_model import (EMBEDDER_NAME, Evidence, LexicalScorer, QueryEmbeddings, RouterWeights,
                                     gather_evidence, predict, shipped_weights)
 
@@ -126,6 +127,9 @@ def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
     if model == "evidence":
         reasons.append("no MiniLM embedder is installed: decided from index evidence and cue words alone, "
                        "without reading the question's meaning")
+    if ev.other_language:
+        reasons.append(f"written in {describe_language(ev.language)}, which the router's embedder reads poorly: "
+                       "its confidence is calibrated on such questions")
     if ev.identifiers:
         reasons.append("names identifiers: " + _names(ev.identifiers))
     if ev.specific:

@@ -167,8 +167,12 @@ def _folds(rows: Sequence[LabeledQuestion]) -> np.ndarray:
     return np.array([int(stable_hash("router-fold", r.question, size=8), 16) % FOLDS for r in rows])
 
 
+MIN_GROUP = 40  # questions in other languages needed for a calibration of their own
+
+
 def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Sequence[str]) -> tuple[LogisticModel, dict]:  # type: ignore[type-arg]
-    """Standardize, choose the L2 strength by cross-validated log loss, fit, calibrate on out-of-fold scores."""
+    """Standardize, choose the L2 strength by cross-validated log loss, fit, calibrate on out-of-fold scores
+    (apart for the questions in other languages, flagged by the last feature, when there are enough of them)."""
     mu = x.mean(0)
     sd = x.std(0)
     sd[sd < 1e-9] = 1.0
@@ -189,8 +193,15 @@ def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Seque
     assert best is not None
     _, lam, oof = best
     coef, bias = fit_logistic(xs, y, lam, weight)
-    (a,), b = fit_logistic(oof[:, None], y, 0.0)  # Platt scaling on the out-of-fold scores
-    model = LogisticModel(tuple(features), coef / sd, bias - float(np.sum(coef * mu / sd)), a, b)
+    other = x[:, -1] > 0.5
+    own = other.sum() >= MIN_GROUP and len(set(y[other])) == 2 and len(set(y[~other])) == 2
+    main = ~other if own else np.ones(len(y), bool)
+    (a,), b = fit_logistic(oof[main, None], y[main], 0.0)  # Platt scaling on the out-of-fold scores
+    platt_other = None
+    if own:
+        (ao,), bo = fit_logistic(oof[other, None], y[other], 0.0)
+        platt_other = (float(ao), bo)
+    model = LogisticModel(tuple(features), coef / sd, bias - float(np.sum(coef * mu / sd)), a, b, platt_other)
     return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}
 
 
@@ -260,7 +271,7 @@ def choose_threshold(p_global: np.ndarray, max_both: float = MAX_BOTH_RATE) -> f
 class Dataset:
     rows: list[LabeledQuestion]
     evidence: np.ndarray  # (n, len(EVIDENCE_FEATURES))
-    embeddings: np.ndarray  # (n, 768): the embedding and the third layer's mean
+    embeddings: np.ndarray  # (n, 384): the third encoder layer's mean-pooled output
     y: np.ndarray
 
     def take(self, mask: np.ndarray) -> "Dataset":
@@ -278,7 +289,7 @@ def build_dataset(rows: list[LabeledQuestion], corpora: dict[str, Path]) -> Data
 
 def train_weights(train: Dataset, training_info: dict) -> RouterWeights:  # type: ignore[type-arg]
     folds = _folds(train.rows)
-    names = ("emb",) * 384 + ("layer3",) * (train.embeddings.shape[1] - 384) + EVIDENCE_FEATURES
+    names = ("layer3",) * train.embeddings.shape[1] + EVIDENCE_FEATURES
     full, full_info = train_model(train.full_x(), train.y, folds, names)
     evidence, ev_info = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
     info = dict(training_info, n_train=len(train.rows), full=full_info, evidence=ev_info)
@@ -322,8 +333,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(score(p_full, dev.y, threshold).line("dev split: router (MiniLM + evidence)"))
         print(score(p_ev, dev.y, threshold).line("dev split: router without embedder"))
         print(score(peer(dev), dev.y, threshold).line("dev split: generic cue words (peer)"))
+        other = dev.evidence[:, -1] > 0.5
+        for name, mask in (("English", ~other), ("other languages", other)):
+            if mask.any():
+                print(score(p_full[mask], dev.y[mask], threshold).line(f"dev split, {name}: router"))
         authors = sorted({r.author for r in rows if r.file.startswith("written")})
-        figures: dict[str, object] = {"dev": score(p_full, dev.y, threshold).accuracy, "threshold": threshold}
+        figures: dict[str, object] = {"dev": score(p_full, dev.y, threshold).accuracy, "threshold": threshold,
+                                      "dev_english": score(p_full[~other], dev.y[~other], threshold).accuracy}
         loao = []
         for held in authors:
             test_mask = np.array([r.author == held for r in rows])

@@ -15,11 +15,13 @@ import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from communities.leiden import changed_entities, detect_communities, entity_signatures
+from communities.context import CommunityContext
 from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
-from core.records import Chunk, Community, Document, GraphSnapshot, stable_hash
+from communities.sentences import Idf
+from core.records import Chunk, Community, Document, GraphSnapshot, Report, stable_hash
 from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
@@ -102,13 +104,15 @@ def make_extractor(settings: StrataSettings, client: "LLMClient | None") -> Extr
     return OfflineExtractor(settings.extraction)
 
 
-def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk]) -> ReportWriter:
-    """The LLM writer when a client is given (it reads source passages from ``chunks``), else the extractive one."""
+def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk],
+                       idf: Idf | None = None) -> ReportWriter:
+    """The LLM writer when a client is given (it reads source passages from ``chunks``), else the extractive one.
+    ``idf``: the whole corpus's document frequencies when ``chunks`` is only part of it."""
     if client is not None:
         from communities.llm_reports import LLMReportWriter
 
-        return LLMReportWriter(client, settings.communities, {c.id: c for c in chunks}, settings.llm.prompts_dir)
-    return ExtractiveReportWriter(settings.communities, {c.id: c for c in chunks})
+        return LLMReportWriter(client, settings.communities, {c.id: c for c in chunks}, settings.llm.prompts_dir, idf)
+    return ExtractiveReportWriter(settings.communities, {c.id: c for c in chunks}, idf)
 
 
 def revision(doc: Document) -> str:
@@ -434,13 +438,45 @@ def stage_communities(session: IndexSession, snapshot: GraphSnapshot, graph_chan
     return communities
 
 
+ReportItems = Sequence[tuple[CommunityContext, Sequence[Report]]]
+Failures = list[tuple[str, str]]  # (community id, reason) of reports the LLM writer's fallback wrote
+
+
+class ReportDispatch(Protocol):
+    """Writes one level's reports elsewhere (Dask workers): given the items, the corpus's chunks by id and its
+    document frequencies, returns the reports in the items' order and the fallback failures."""
+
+    def __call__(self, items: ReportItems, chunks: Mapping[str, Chunk], idf: Idf) -> tuple[list[Report], Failures]: ...
+
+
+def report_passages(items: ReportItems, chunks: Mapping[str, Chunk]) -> list[Chunk]:
+    """The chunks that the items' communities quote from (what a worker needs to write their reports)."""
+    ids = dict.fromkeys(cid for ctx, _ in items for cid in ctx.passages)
+    return [chunks[cid] for cid in ids if cid in chunks]
+
+
+def write_report_unit(items: ReportItems, chunks: Sequence[Chunk], idf: Idf,
+                      settings: StrataSettings) -> tuple[list[Report], Failures]:
+    """Reports of one unit of a level's communities, with a writer of its own (and LLM client, sharing the
+    workspace's response cache): what a Dask worker runs. It reads and writes no store."""
+    client = open_llm(settings)
+    try:
+        writer = make_report_writer(settings, client, chunks, idf)
+        reports = [writer.write(ctx, children) for ctx, children in items]
+        return reports, list(getattr(writer, "failures", ()))
+    finally:
+        if client is not None:
+            client.close()
+
+
 @timed_stage("reports")
 def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: Sequence[Community],
-                  policy: str = "changed", force: Sequence[str] = ()) -> None:
+                  policy: str = "changed", force: Sequence[str] = (), dispatch: ReportDispatch | None = None) -> None:
     """Write the reports the policy asks for (see :func:`write_reports`); with policy ``changed`` the reports
     of communities that no longer exist are deleted, with ``missing`` they are kept for the drift report. A
     report whose LLM call failed is written by the extractive fallback, marked ``fallback``, recorded in the
-    ledger, and written again by the next LLM run."""
+    ledger, and written again by the next LLM run. ``dispatch``: each level's reports are written by it (on Dask
+    workers) instead of in this process; the reports are the same."""
     store, progress = session.store, session.progress
     chunks = store.all_chunks()
     chunk_hashes = {c.id: c.content_hash for c in chunks}
@@ -448,17 +484,29 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
     existing = store.reports()
     if session.full:
         force = [c.id for c in communities]
+    failures: Failures = []
+    write_many = None
+    if dispatch is not None:
+        by_id = {c.id: c for c in chunks}
+        idf = getattr(writer, "fallback", writer).idf  # the LLM writer's fallback is the extractive writer
+
+        def write_many(items: ReportItems) -> list[Report]:
+            reports, failed = dispatch(items, by_id, idf)
+            failures.extend(failed)
+            return reports
+
     progress("reports", 0, len(communities))
     reports, written = write_reports(communities, snapshot, writer, session.settings.communities, existing,
                                      on_progress=lambda n: progress("reports", n, len(communities)),
                                      chunk_hashes=chunk_hashes, policy=policy, force=force,
-                                     min_drift=session.settings.communities.resummarize_min_drift)
+                                     min_drift=session.settings.communities.resummarize_min_drift,
+                                     write_many=write_many)
     kept = {r.community_id: r for r in existing}
     store.save_reports([r for r in reports if kept.get(r.community_id) is not r])
     if policy == "changed":
         alive = {c.id for c in communities}
         store.delete_reports([r.community_id for r in existing if r.community_id not in alive])
-    failures = list(getattr(writer, "failures", ()))
+    failures += list(getattr(writer, "failures", ()))
     session.ledger.clear_document(REPORTS_LEDGER_ID)
     if failures:
         session.ledger.record(REPORTS_LEDGER_ID, "report",

@@ -85,7 +85,7 @@ def test_index_features_are_neutral_without_an_index() -> None:
 def test_shipped_weights_file_is_small_and_complete() -> None:
     w = RouterWeights.load(WEIGHTS_PATH)
     assert WEIGHTS_PATH.stat().st_size < 16_000
-    assert len(w.full.coef) == 768 + len(EVIDENCE_FEATURES) and w.full.features[-len(EVIDENCE_FEATURES):] == EVIDENCE_FEATURES
+    assert len(w.full.coef) == 384 + len(EVIDENCE_FEATURES) and w.full.features[-len(EVIDENCE_FEATURES):] == EVIDENCE_FEATURES
     assert w.evidence.features == EVIDENCE_FEATURES and w.embedder == "all-MiniLM-L6-v2"
     assert all((ROOT / "tests" / "data" / ("router" if f.startswith("written") else "") / f).exists()
                for f in w.training["files"])
@@ -223,3 +223,41 @@ def test_engine_asks_the_llm_only_when_unsure(indexed: StrataSettings, server: F
         assert len(server.chat_requests) == 1 and d.route == "local" and d.confidence == pytest.approx(0.97)
     finally:
         engine.close()
+
+
+@needs_minilm
+def test_the_search_resumes_the_routed_question_to_the_same_embedding(router: Router) -> None:
+    """Routing runs three encoder layers; the dense search's vector for the same text continues from there and
+    equals the embedder's own vector, and the router's features are the third layer's mean."""
+    from retrieval.router_model import ROUTER_LAYER, QueryEmbeddings
+
+    inner = router.embedder.inner  # type: ignore[union-attr]
+    q = QueryEmbeddings(inner)
+    text = "How did the billing-service outage of March unfold across the incident notes?"
+    features = q.question_features(text)
+    hidden: list[np.ndarray] = []
+    whole = inner.forward([inner.tokenizer.encode(text).ids], hidden)[0]
+    assert np.allclose(features, hidden[ROUTER_LAYER - 1][0], atol=1e-6)
+    resumed = q.embed([text])[0]
+    assert np.allclose(resumed, whole, atol=1e-6) and np.allclose(resumed, inner.embed([text])[0], atol=1e-5)
+    assert np.array_equal(q.embed([text])[0], resumed)  # kept: the second search does not run the layers again
+    assert np.allclose(q.question_features(text), features)  # finishing did not disturb the routed state
+
+
+def test_questions_in_other_languages_are_calibrated_apart() -> None:
+    """A question in a language the embedder does not read is flagged (last evidence feature) and scored with a
+    calibration of its own, fitted on such questions; its reasons say so."""
+    w = RouterWeights.load(WEIGHTS_PATH)
+    assert EVIDENCE_FEATURES[-1] == "other_language"
+    assert w.full.platt_other is not None and w.full.platt_other != (w.full.platt_a, w.full.platt_b)
+    assert gather_evidence("Podsumuj, co notatki mówią o ryzykach wdrożenia.").other_language
+    assert gather_evidence("总结这些笔记中关于部署风险的内容").other_language
+    assert not gather_evidence("Summarize what the notes say about deployment risks.").other_language
+    x = np.zeros((2, len(w.full.coef)))
+    x[1, -1] = 1.0
+    z = w.full.logit(x)
+    p = w.full.probability(x)
+    a, b = w.full.platt_other
+    assert np.isclose(p[1], 1 / (1 + np.exp(-(a * z[1] + b)))) and not np.isclose(p[0], p[1])
+    d = route_question("Podsumuj, co notatki mówią o ryzykach wdrożenia.", LEX)
+    assert any("Polish" in r and "calibrated" in r for r in d.reasons)
