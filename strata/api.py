@@ -192,8 +192,9 @@ class GuardMiddleware:
 
 class WorkLimiter:
     """Admits at most ``max_concurrent_requests`` requests at once: one that finds every slot taken gets 503
-    with Retry-After at once. Memory queries (CPU-bound) run on ``search_threads`` threads, in arrival order:
-    more threads would only take turns at the GIL, and every query in flight would finish late. Answers and
+    with Retry-After at once. Memory queries (CPU-bound) run on ``search_threads`` threads in arrival order (0:
+    on the event loop): more threads would only take turns at the GIL, and every query in flight would finish
+    late. Answers and
     drift refreshes (which wait on an LLM or the store) run on a pool with a thread per slot. A request not
     done after the timeout gets 503; if it had not started it never will, else its slot stays taken until the
     work really ends."""
@@ -207,9 +208,10 @@ class WorkLimiter:
         self.lock = threading.Lock()
         self.pool, self.search_pool = self._new_pools()
 
-    def _new_pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor]:
+    def _new_pools(self) -> tuple[ThreadPoolExecutor, ThreadPoolExecutor | None]:
         return (ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="strata-api"),
-                ThreadPoolExecutor(max_workers=self.search_threads, thread_name_prefix="strata-search"))
+                ThreadPoolExecutor(max_workers=self.search_threads, thread_name_prefix="strata-search")
+                if self.search_threads else None)
 
     def open(self) -> None:
         """Ready for work again after :meth:`close` (a server may run the app's lifespan more than once)."""
@@ -227,6 +229,11 @@ class WorkLimiter:
                                         "server.max_concurrent_requests); retry later", "overloaded",
                                {"Retry-After": self.retry_after})
             self.busy += 1
+        if search and self.search_pool is None:  # search_threads = 0: on the event loop, start to end
+            try:
+                return fn()
+            finally:
+                self._release(None)
         future = (self.search_pool if search else self.pool).submit(fn)
         future.add_done_callback(self._release)
         try:
@@ -239,7 +246,8 @@ class WorkLimiter:
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
-        self.search_pool.shutdown(wait=False, cancel_futures=True)
+        if self.search_pool is not None:
+            self.search_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def load_engine(settings: StrataSettings) -> "Engine":

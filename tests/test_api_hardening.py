@@ -252,3 +252,27 @@ def test_drift_is_read_only_and_served_from_the_last_report(data_dir: Path, tmp_
         before = report.stat().st_mtime_ns
         assert c.get("/v1/drift").json() == fresh.json()
         assert report.stat().st_mtime_ns == before  # served, not recomputed
+
+
+def test_search_threads_zero_runs_queries_on_the_event_loop(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """search_threads = 0: a memory query runs in the event loop's own thread (no hand-over to a search thread),
+    answers as usual, and gives its admission slot back, so one slot serves request after request."""
+    app = create_app(make_settings(data_dir, max_concurrent_requests=1, search_threads=0))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        engine = app.state.holder.engine
+        real = engine.query
+        threads: list[str] = []
+        monkeypatch.setattr(engine, "query", lambda request: (threads.append(threading.current_thread().name),
+                                                              real(request))[1])
+        loop_thread: list[str] = []
+
+        @app.get("/test-loop-thread")
+        async def where() -> dict[str, str]:
+            loop_thread.append(threading.current_thread().name)
+            return {}
+
+        assert c.get("/test-loop-thread").status_code == 200
+        for i in range(3):
+            r = c.post("/v1/memory/query", json={"query_id": f"q{i}", "search_text": ("billing", "pool", "deploy")[i]})
+            assert r.status_code == 200 and r.json()["query_id"] == f"q{i}"
+        assert threads == loop_thread * 3
