@@ -1,10 +1,11 @@
 """The query router: local (fused chunk search) or global (community reports, map-reduce), with its reasons.
 
 The decision is a small calibrated logistic regression (:mod:`retrieval.router_model`) over what the question
-means (its all-MiniLM-L6-v2 embedding) and over evidence from the index that is not a word list: identifiers
-and specific entities the index knows, entities that run through the whole corpus, and how concentrated the
-question's top BM25 scores are. Generic cue words are one weak feature among these, never the decision.
-Without a MiniLM embedder a second model over the evidence alone decides, and the reasons say so.
+means (the mean of all-MiniLM-L6-v2's third encoder layer) and over evidence from the index that is not a word
+list: identifiers and specific entities the index knows, entities that run through the whole corpus, and how
+concentrated the question's top BM25 scores are. Generic cue words are one weak feature among these, never the
+decision. A question in a language MiniLM does not read goes to a second regression over its multilingual-e5
+query embedding. Without a MiniLM embedder a model over the evidence alone decides, and the reasons say so.
 
 Every decision carries ``confidence`` in [0, 1], the calibrated probability of the route it picked. Below
 ``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`retrieval.both`), and with
@@ -24,8 +25,8 @@ import numpy as np
 
 from extraction.resolution import normalize_name
 from retrieval.language import describe_language
-from retrieval.router_model import (EMBEDDER_NAME, Evidence, LexicalScorer, QueryEmbeddings, RouterWeights,
-                                    gather_evidence, predict, shipped_weights)
+from retrieval.router_model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, QueryEmbeddings,
+                                    RouterWeights, gather_evidence, predict, question_language, shipped_weights)
 
 Route = Literal["local", "global"]
 
@@ -124,12 +125,16 @@ def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
         reasons.append(f"reads as a question about the corpus as a whole (p={p_global:.2f})")
     else:
         reasons.append(f"reads as a question about specific facts in a few passages (p={1 - p_global:.2f})")
+    if model == "multilingual":
+        reasons.append(f"written in {describe_language(ev.language)}: read by the multilingual model "
+                       "(multilingual-e5-small), which reads it where MiniLM does not")
     if model == "evidence":
         reasons.append("no MiniLM embedder is installed: decided from index evidence and cue words alone, "
                        "without reading the question's meaning")
-    if ev.other_language:
-        reasons.append(f"written in {describe_language(ev.language)}, which the router's embedder reads poorly: "
-                       "its confidence is calibrated on such questions")
+    if ev.other_language and model != "multilingual":
+        written = "mostly in a script other than Latin" if ev.language == "other" else f"in {describe_language(ev.language)}"
+        reasons.append(f"written {written}, which the router's embedder reads poorly: its confidence is calibrated "
+                       "on such questions")
     if ev.identifiers:
         reasons.append("names identifiers: " + _names(ev.identifiers))
     if ev.specific:
@@ -151,14 +156,15 @@ def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
 
 def route_question(question: str, lexicon: EntityLexicon | None = None, has_reports: bool = True, *,
                    embedding: np.ndarray | None = None, scorer: LexicalScorer | None = None,
-                   weights: RouterWeights | None = None) -> RouteDecision:
+                   weights: RouterWeights | None = None, multilingual: np.ndarray | None = None) -> RouteDecision:
     """Route ``question``. ``embedding`` is its MiniLM input (:meth:`QueryEmbeddings.question_features`; None:
-    the evidence-only model);
-    ``lexicon`` and ``scorer`` give the index evidence (None: neutral index features)."""
+    the evidence-only model); ``multilingual`` its multilingual-e5 query embedding, read instead when the question
+    is in a language MiniLM does not read; ``lexicon`` and ``scorer`` give the index evidence (None: neutral
+    index features)."""
     weights = weights or shipped_weights()
     lex = lexicon if lexicon is not None and len(lexicon) else None
     ev = gather_evidence(question, lex, scorer)
-    p_global, model = predict(weights, ev, embedding)
+    p_global, model = predict(weights, ev, embedding, multilingual)
     route: Route = "global" if p_global >= 0.5 else "local"
     reasons = _reasons(ev, p_global, model)
     if route == "global" and not has_reports:
@@ -172,6 +178,14 @@ def route_question(question: str, lexicon: EntityLexicon | None = None, has_repo
 
 def forced(route: Route) -> RouteDecision:
     return RouteDecision(route, (f"route set by the caller: {route}",), 0.0, 0.0, overridden=True)
+
+
+@lru_cache(maxsize=1)
+def _own_e5() -> Any | None:
+    """multilingual-e5 for routing questions in other languages (loaded once per process, when first needed)."""
+    from retrieval.e5 import E5Embedder, e5_available
+
+    return E5Embedder() if e5_available() else None
 
 
 @lru_cache(maxsize=1)
@@ -222,6 +236,18 @@ class Router:
         """The question's embedding for the index's own search (None when the router embeds differently)."""
         return self.embedder.embed([question])[0] if self.shared and self.embedder is not None else None
 
+    def multilingual_features(self, question: str) -> np.ndarray | None:
+        """The question's multilingual-e5 query embedding when it is in a language MiniLM does not read (and the
+        multilingual model is shipped and e5 installed); else None."""
+        if self.embedder is None or self.weights.multilingual is None:
+            return None
+        if question_language(question) in EMBEDDER_LANGUAGES:
+            return None
+        e5 = _own_e5()
+        return None if e5 is None else e5.embed_queries([question])[0]
+
     def route(self, question: str, has_reports: bool = True) -> RouteDecision:
-        return route_question(question, self.lexicon, has_reports, embedding=self.features(question),
-                              scorer=self.scorer, weights=self.weights)
+        multilingual = self.multilingual_features(question)
+        embedding = self.features(question) if multilingual is None else None
+        return route_question(question, self.lexicon, has_reports, embedding=embedding, scorer=self.scorer,
+                              weights=self.weights, multilingual=multilingual)

@@ -1,10 +1,12 @@
 """The router's model: question features, index evidence and the logistic regressions that weigh them.
 
-Two models are shipped in one small JSON file (``router_weights.json``), both trained by
+Three models are shipped in one small JSON file (``router_weights.json``), all trained by
 ``python -m retrieval.router_train``:
 
 - ``full``: the mean-pooled output of all-MiniLM-L6-v2's third encoder layer for the question (what the question
   means and how it is put), plus the evidence features;
+- ``multilingual``: multilingual-e5-small's query embedding plus the evidence features, for questions in a
+  language MiniLM does not read (trained on every language: e5 puts a question near its translations);
 - ``evidence``: the evidence features alone, used when no MiniLM embedder is available.
 
 The evidence features are deliberately few and mostly not word lists: identifiers and names the offline
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -97,6 +100,21 @@ class Evidence:
                          float(self.other_language)], dtype=np.float64)
 
 
+_LETTERS = re.compile(r"[^\W\d_]")
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+
+
+def question_language(question: str) -> str:
+    """The question's language (retrieval.language); an undetermined question written mostly in a script other
+    than Latin (Cyrillic, Greek, Arabic, Devanagari...) counts as ``other``: MiniLM reads neither."""
+    language = detect_language(question)
+    if language == "und":
+        letters = len(_LETTERS.findall(question))
+        if letters and len(_LATIN.findall(question)) < 0.5 * letters:
+            return "other"
+    return language
+
+
 def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: LexicalScorer | None = None) -> Evidence:
     """The evidence features of ``question``; with no lexicon and no scorer, the index features are neutral."""
     found = find_entities(question)
@@ -116,7 +134,7 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
         if top.size and top[0] > 0:
             concentration = float(top[0] / max(top.mean(), 1e-9))
     return Evidence(identifiers, names, cues, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
-                    tuple(hubs), concentration, detect_language(question))
+                    tuple(hubs), concentration, question_language(question))
 
 
 def _sigmoid(z: np.ndarray | float) -> np.ndarray | float:
@@ -161,6 +179,8 @@ class LogisticModel:
     def from_dict(cls, data: dict) -> "LogisticModel":  # type: ignore[type-arg]
         a, b = data["platt"]
         other = data.get("platt_other")
+        if len(data["coef"]) != len(data["features"]):
+            raise ValueError(f"{len(data['coef'])} coefficients for {len(data['features'])} features")
         return cls(tuple(data["features"]), np.asarray(data["coef"], np.float64), float(data["bias"]), float(a), float(b),
                    (float(other[0]), float(other[1])) if other else None)
 
@@ -173,18 +193,30 @@ class RouterWeights:
     evidence: LogisticModel
     embedder: str
     training: dict  # type: ignore[type-arg]
+    multilingual: LogisticModel | None = None  # over multilingual-e5's query embedding, for other languages
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"embedder": self.embedder, "full": self.full.to_dict(),
-                                    "evidence": self.evidence.to_dict(), "training": self.training},
-                                   ensure_ascii=False, separators=(",", ":")) + "\n")
+        data = {"embedder": self.embedder, "full": self.full.to_dict(), "evidence": self.evidence.to_dict()}
+        if self.multilingual is not None:
+            data["multilingual"] = self.multilingual.to_dict()
+        path.write_text(json.dumps({**data, "training": self.training}, ensure_ascii=False,
+                                   separators=(",", ":")) + "\n")
 
     @classmethod
     def load(cls, path: Path = WEIGHTS_PATH) -> "RouterWeights":
         try:
             data = json.loads(path.read_text())
-            return cls(LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["evidence"]),
-                       data["embedder"], data.get("training", {}))
+            multi = data.get("multilingual")
+            weights = cls(LogisticModel.from_dict(data["full"]), LogisticModel.from_dict(data["evidence"]),
+                          data["embedder"], data.get("training", {}),
+                          LogisticModel.from_dict(multi) if multi else None)
+            if (weights.full.features != ("layer3",) * 384 + EVIDENCE_FEATURES
+                    or weights.evidence.features != EVIDENCE_FEATURES
+                    or (weights.multilingual is not None
+                        and weights.multilingual.features != ("e5",) * 384 + EVIDENCE_FEATURES)):
+                raise ValueError("trained for other features than this version reads (retrain with "
+                                 "`python -m retrieval.router_train`)")
+            return weights
         except FileNotFoundError:
             raise FileNotFoundError(f"router weights not found at {path}; run `python -m retrieval.router_train`") from None
         except (KeyError, ValueError, TypeError) as exc:
@@ -203,9 +235,14 @@ def feature_row(evidence: Evidence, embedding: np.ndarray | None) -> np.ndarray:
     return ev if embedding is None else np.concatenate([np.asarray(embedding, np.float64), ev])
 
 
-def predict(weights: RouterWeights, evidence: Evidence, embedding: np.ndarray | None) -> tuple[float, str]:
-    """Calibrated P(global) and which model gave it (``full`` or ``evidence``)."""
-    model, name = (weights.evidence, "evidence") if embedding is None else (weights.full, "full")
+def predict(weights: RouterWeights, evidence: Evidence, embedding: np.ndarray | None,
+            multilingual: np.ndarray | None = None) -> tuple[float, str]:
+    """Calibrated P(global) and which model gave it: ``multilingual`` for a question in another language when its
+    multilingual-e5 query embedding is given, else ``full`` (MiniLM) or, without an embedding, ``evidence``."""
+    if multilingual is not None and evidence.other_language and weights.multilingual is not None:
+        model, name, embedding = weights.multilingual, "multilingual", multilingual
+    else:
+        model, name = (weights.evidence, "evidence") if embedding is None else (weights.full, "full")
     return float(model.probability(feature_row(evidence, embedding)[None, :])[0]), name
 
 
@@ -223,10 +260,14 @@ class QueryEmbeddings:
         self.inner = inner
         self.name, self.dim, self.semantic = inner.name, inner.dim, getattr(inner, "semantic", True)
         self.size = size
-        self._memo: dict[str, list] = {}  # text -> [Partial after ROUTER_LAYER, its mean, final embedding or None]
+        # text -> [Partial after ROUTER_LAYER (dropped once finished), its mean, final embedding or None]. Server
+        # threads share it: the lock guards the dict and the entries; the model runs outside it.
+        self._memo: dict[str, list] = {}  # type: ignore[type-arg]
+        self._lock = threading.Lock()
 
     def _entry(self, text: str) -> list:  # type: ignore[type-arg]
-        hit = self._memo.get(text)
+        with self._lock:
+            hit = self._memo.get(text)
         if hit is None:
             from core.threads import blas_limit
 
@@ -235,9 +276,10 @@ class QueryEmbeddings:
                 state = self.inner.advance(self.inner.begin([self.inner.tokenizer.encode(text).ids]), ROUTER_LAYER,
                                            hidden)
             hit = [state, hidden[-1][0], None]
-            if len(self._memo) >= self.size:
-                self._memo.pop(next(iter(self._memo)))
-            self._memo[text] = hit
+            with self._lock:
+                while len(self._memo) >= self.size:
+                    self._memo.pop(next(iter(self._memo)))
+                self._memo[text] = hit
         return hit
 
     def question_features(self, text: str) -> np.ndarray:
@@ -245,15 +287,22 @@ class QueryEmbeddings:
         return self._entry(text)[1]
 
     def clear(self) -> None:
-        self._memo.clear()
+        with self._lock:
+            self._memo.clear()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) == 1 and texts[0] in self._memo:
-            hit = self._memo[texts[0]]
-            if hit[2] is None:
+        if len(texts) == 1:
+            with self._lock:
+                hit = self._memo.get(texts[0])
+                state, final = (hit[0], hit[2]) if hit is not None else (None, None)
+            if final is not None:
+                return final[None, :]
+            if state is not None:
                 from core.threads import blas_limit
 
                 with blas_limit():
-                    hit[2] = self.inner.finish(replace(hit[0]))[0]  # a copy: threads may share the entry
-            return hit[2][None, :]
+                    final = self.inner.finish(replace(state))[0]  # a copy: another thread may finish it too
+                with self._lock:
+                    hit[2], hit[0] = final, None  # type: ignore[index]
+                return final[None, :]
         return self.inner.embed(texts)

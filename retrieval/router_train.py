@@ -273,31 +273,66 @@ class Dataset:
     evidence: np.ndarray  # (n, len(EVIDENCE_FEATURES))
     embeddings: np.ndarray  # (n, 384): the third encoder layer's mean-pooled output
     y: np.ndarray
+    multilingual: np.ndarray | None = None  # (n, 384): multilingual-e5 query embeddings (None: not installed)
 
     def take(self, mask: np.ndarray) -> "Dataset":
-        return Dataset([r for r, m in zip(self.rows, mask) if m], self.evidence[mask], self.embeddings[mask], self.y[mask])
+        return Dataset([r for r, m in zip(self.rows, mask) if m], self.evidence[mask], self.embeddings[mask],
+                       self.y[mask], None if self.multilingual is None else self.multilingual[mask])
 
     def full_x(self) -> np.ndarray:
         return np.hstack([self.embeddings, self.evidence])
 
+    def multilingual_x(self) -> np.ndarray:
+        assert self.multilingual is not None
+        return np.hstack([self.multilingual, self.evidence])
+
+    @property
+    def other(self) -> np.ndarray:
+        """Rows in a language MiniLM does not read (the last evidence feature)."""
+        return self.evidence[:, -1] > 0.5
+
+
+def embed_multilingual(questions: Sequence[str]) -> np.ndarray | None:
+    """Each question's multilingual-e5 query embedding, one at a time as the router computes it (None when e5
+    is not installed)."""
+    from retrieval.e5 import E5Embedder, e5_available
+
+    if not e5_available():
+        return None
+    e5 = E5Embedder()
+    return np.array([e5.embed_queries([q])[0] for q in questions], dtype=np.float64)
+
 
 def build_dataset(rows: list[LabeledQuestion], corpora: dict[str, Path]) -> Dataset:
     ev = np.array([e.vector() for e in evidence_for(rows, corpora)])
-    emb = embed_questions([r.question for r in rows])
-    return Dataset(rows, ev, emb, np.array([r.label for r in rows]))
+    questions = [r.question for r in rows]
+    return Dataset(rows, ev, embed_questions(questions), np.array([r.label for r in rows]),
+                   embed_multilingual(questions))
 
 
 def train_weights(train: Dataset, training_info: dict) -> RouterWeights:  # type: ignore[type-arg]
+    """The MiniLM model, the evidence-only model and, with e5 installed, the multilingual model. The
+    multilingual model is trained on every language: what it learns from English questions carries over to
+    the others through e5's shared space."""
     folds = _folds(train.rows)
     names = ("layer3",) * train.embeddings.shape[1] + EVIDENCE_FEATURES
     full, full_info = train_model(train.full_x(), train.y, folds, names)
     evidence, ev_info = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
     info = dict(training_info, n_train=len(train.rows), full=full_info, evidence=ev_info)
-    return RouterWeights(full, evidence, EMBEDDER_NAME, info)
+    multilingual = None
+    if train.multilingual is not None:
+        multilingual, info["multilingual"] = train_model(train.multilingual_x(), train.y, folds,
+                                                         ("e5",) * train.multilingual.shape[1] + EVIDENCE_FEATURES)
+    return RouterWeights(full, evidence, EMBEDDER_NAME, info, multilingual)
 
 
 def predict_both(weights: RouterWeights, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    return weights.full.probability(data.full_x()), weights.evidence.probability(data.evidence)
+    """P(global) as the router decides (the multilingual model for rows in other languages when it is shipped,
+    the MiniLM model for the others) and by the evidence-only model."""
+    p = weights.full.probability(data.full_x())
+    if weights.multilingual is not None and data.multilingual is not None and data.other.any():
+        p = np.where(data.other, weights.multilingual.probability(data.multilingual_x()), p)
+    return p, weights.evidence.probability(data.evidence)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -330,10 +365,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(HEADER)
         peer = lambda d: np.array([1.0 if cue_peer(r.question) == "global" else 0.0 for r in d.rows])  # noqa: E731
-        print(score(p_full, dev.y, threshold).line("dev split: router (MiniLM + evidence)"))
+        print(score(p_full, dev.y, threshold).line("dev split: router"))
         print(score(p_ev, dev.y, threshold).line("dev split: router without embedder"))
         print(score(peer(dev), dev.y, threshold).line("dev split: generic cue words (peer)"))
-        other = dev.evidence[:, -1] > 0.5
+        other = dev.other
         for name, mask in (("English", ~other), ("other languages", other)):
             if mask.any():
                 print(score(p_full[mask], dev.y[mask], threshold).line(f"dev split, {name}: router"))
@@ -370,9 +405,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  [{low:.2f}, {low + 0.05:.2f})  {conf:.3f}  {acc:.3f}  {cnt}")
         print(f"threshold for both_rate <= {MAX_BOTH_RATE} on the dev split: {threshold}")
     if args.check:
-        shipped = RouterWeights.load(args.out)
-        same = (np.allclose(shipped.full.coef, weights.full.coef, rtol=1e-3, atol=1e-4)
-                and np.allclose(shipped.evidence.coef, weights.evidence.coef, rtol=1e-3, atol=1e-4))
+        def close(a: LogisticModel, b: LogisticModel) -> bool:
+            calibration = lambda m: [m.bias, m.platt_a, m.platt_b, *(m.platt_other or (np.nan, np.nan))]  # noqa: E731
+            return (a.coef.shape == b.coef.shape and np.allclose(a.coef, b.coef, rtol=1e-3, atol=1e-4)
+                    and np.allclose(calibration(a), calibration(b), rtol=1e-3, atol=1e-4, equal_nan=True))
+
+        try:
+            shipped = RouterWeights.load(args.out)
+            same = (close(shipped.full, weights.full) and close(shipped.evidence, weights.evidence)
+                    and (shipped.multilingual is None) == (weights.multilingual is None)
+                    and (weights.multilingual is None or close(shipped.multilingual, weights.multilingual)))  # type: ignore[arg-type]
+        except ValueError as exc:
+            print(f"the weights at {args.out} do not match this version: {exc}", file=sys.stderr)
+            same = False
         print(json.dumps({"matches_shipped": bool(same), **figures}))
         return 0 if same else 1
     weights.save(args.out)

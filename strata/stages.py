@@ -488,9 +488,11 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
     write_many = None
     if dispatch is not None:
         by_id = {c.id: c for c in chunks}
-        idf = getattr(writer, "fallback", writer).idf  # the LLM writer's fallback is the extractive writer
 
         def write_many(items: ReportItems) -> list[Report]:
+            if not items:
+                return []
+            idf = getattr(writer, "fallback", writer).idf  # built once, when a first report is to be written
             reports, failed = dispatch(items, by_id, idf)
             failures.extend(failed)
             return reports

