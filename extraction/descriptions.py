@@ -12,13 +12,22 @@ from core.records import Entity
 from core.settings import StrataSettings
 
 
+def description_parts(e: Entity) -> list[str]:
+    return [p for p in e.description.split("\n") if p.strip()]
+
+
+def needs_merge(e: Entity, settings: StrataSettings) -> bool:
+    """Whether the entity's description holds enough distinct parts to be merged by the LLM."""
+    return len(description_parts(e)) >= settings.llm.merge_descriptions_over
+
+
 def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, settings: StrataSettings) -> list[Entity]:
     """Entities whose description holds ``llm.merge_descriptions_over`` or more distinct parts get an LLM-merged
     one; on failure the concatenated description is kept (nothing is lost)."""
     prompt = load_prompt("merge_descriptions", settings.llm.prompts_dir)
 
     def merged(e: Entity) -> Entity:
-        parts = [p for p in e.description.split("\n") if p.strip()]
+        parts = description_parts(e)
         if len(parts) < settings.llm.merge_descriptions_over:
             return e
         try:

@@ -4,6 +4,10 @@ Wiring only: every task calls a stage function of :mod:`strata.stages`. Extracti
 of documents, so a long run shows its progress task by task and a failed batch is retried on its own (the LLM
 response cache makes a retry free for the chunks that already succeeded; within a batch the LLM client keeps
 its concurrency limit). The run summary is returned and published as a markdown artifact.
+
+On Prefect's Dask task runner (``compute.workers`` > 1 or ``compute.dask_address``) extraction, LLM description
+merges, embedding and report writing (level by level) are tasks mapped over fixed units of work; this process
+stores their results in unit order, so the index is the same as a one-process run's.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from communities.sentences import Idf
-from core.records import Chunk, Document, Report
+from core.records import Chunk, Document, Entity, Report
 from core.settings import StrataSettings
 from core.threads import configure
 from extraction.loader import load_folder
@@ -26,13 +30,15 @@ from strata.pipeline import record_drift
 from strata.runmetrics import RunFigures
 from extraction.types import ExtractionResult
 from prefect.utilities.annotations import unmapped
-from strata.stages import (Failures, IndexSession, ReportDispatch, ReportItems, batch_chunks, chunks_to_embed,
-                           embed_unit, extract_unit, open_session, plan_batches, report_passages, save_vectors,
-                           stage_communities, stage_extract, stage_extracted, stage_index, stage_merge, stage_plan,
-                           stage_publish, stage_remove, stage_reports, write_report_unit)
+from strata.stages import (Failures, IndexSession, MergeDispatch, ReportDispatch, ReportItems, batch_chunks,
+                           chunks_to_embed, embed_unit, extract_unit, merge_unit, open_session, plan_batches,
+                           report_passages, save_vectors, stage_communities, stage_extract, stage_extracted,
+                           stage_index, stage_merge, stage_plan, stage_publish, stage_remove, stage_reports,
+                           write_report_unit)
 
 BATCH_CHUNKS = 256
 REPORT_UNIT = 128  # communities per report-writing task
+MERGE_UNIT = 32  # entities per description-merge task (LLM calls)
 
 
 def batches(session: IndexSession, docs: Sequence[Document], size: int = BATCH_CHUNKS) -> list[list[Document]]:
@@ -80,6 +86,22 @@ def publish_task(session: IndexSession, snapshot, communities, chunks: int) -> d
 @task(name="extract-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
 def extract_unit_task(chunks: list[Chunk], settings: StrataSettings) -> ExtractionResult:
     return extract_unit(chunks, settings)
+
+
+@task(name="merge-descriptions-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def merge_unit_task(entities: list[Entity], settings: StrataSettings) -> list[Entity]:
+    return merge_unit(entities, settings)
+
+
+def merges_on_workers(settings: StrataSettings, unit: int = MERGE_UNIT) -> MergeDispatch:
+    """LLM description merges by tasks mapped over units of ``unit`` entities, gathered in order."""
+
+    def dispatch(entities: list[Entity]) -> list[Entity]:
+        futures = merge_unit_task.map([entities[i:i + unit] for i in range(0, len(entities), unit)],
+                                      unmapped(settings))
+        return [e for future in futures for e in future.result()]
+
+    return dispatch
 
 
 @task(name="write-reports-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
@@ -166,7 +188,10 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
                 extracted = [s.result() for s in states]
                 upstream = states
             # Each task takes its predecessor's result, so the run graph shows the stages in order.
-            snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
+            if distributed:  # LLM description merges (none offline) are mapped over the workers
+                snapshot = stage_merge(session, dispatch=merges_on_workers(settings))
+            else:
+                snapshot = merge_task(session, extracted, wait_for=upstream or [removed])
             communities = communities_task(session, snapshot, bool(changes.new or changes.changed or changes.deleted))
             if distributed:  # the reports of each level are written by tasks mapped over the workers
                 stage_reports(session, snapshot, communities, report_policy, dispatch=reports_on_workers(settings))

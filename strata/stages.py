@@ -21,7 +21,7 @@ from communities.leiden import changed_entities, detect_communities, entity_sign
 from communities.context import CommunityContext
 from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
 from communities.sentences import Idf
-from core.records import Chunk, Community, Document, GraphSnapshot, Report, stable_hash
+from core.records import Chunk, Community, Document, Entity, GraphSnapshot, Report, stable_hash
 from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
@@ -396,20 +396,53 @@ def save_vectors(session: IndexSession, embedder_name: str, chunks: Sequence[Chu
     session.progress("embed", len(chunks), None)
 
 
+class MergeDispatch(Protocol):
+    """Merges entities' descriptions elsewhere (Dask workers): returns them in the given order."""
+
+    def __call__(self, entities: list[Entity]) -> list[Entity]: ...
+
+
+def merge_unit(entities: Sequence[Entity], settings: StrataSettings) -> list[Entity]:
+    """LLM description merges of one unit of entities, with an LLM client of its own (sharing the workspace's
+    response cache): what a Dask worker runs."""
+    from extraction.descriptions import merge_entity_descriptions
+
+    client = open_llm(settings)
+    if client is None:
+        raise RuntimeError("description merges need an LLM endpoint (llm.base_url), and none is configured")
+    try:
+        return merge_entity_descriptions(entities, client, settings)
+    finally:
+        client.close()
+
+
 @timed_stage("merge")
-def stage_merge(session: IndexSession) -> GraphSnapshot:
+def stage_merge(session: IndexSession, dispatch: MergeDispatch | None = None) -> GraphSnapshot:
     """Set every entity's and relation's merged fields from all stored extractions in chunk-id order (the
-    result depends on the set of inputs, not on the order documents arrived in); returns the graph."""
+    result depends on the set of inputs, not on the order documents arrived in); returns the graph. With an
+    LLM, descriptions of many parts are merged by it: here, or by ``dispatch`` (on Dask workers), which is given
+    only the entities that need a merge."""
     session.progress("merge", 0, None)
     store, settings = session.store, session.settings
     snapshot = store.read_graph()
     entities, relations = canonical_fields(store.extractions(), settings.extraction.description_max_chars)
     merge = None
     if session.client is not None:
-        from extraction.descriptions import merge_entity_descriptions
+        from extraction.descriptions import merge_entity_descriptions, needs_merge
 
         client = session.client
-        merge = lambda es: merge_entity_descriptions(es, client, settings)  # noqa: E731
+        if dispatch is None:
+            merge = lambda es: merge_entity_descriptions(es, client, settings)  # noqa: E731
+        else:
+            def merge(es: list[Entity]) -> list[Entity]:
+                todo = [i for i, e in enumerate(es) if needs_merge(e, settings)]
+                out = list(es)
+                merged = dispatch([es[i] for i in todo]) if todo else []
+                if len(merged) != len(todo):
+                    raise RuntimeError(f"{len(todo)} descriptions to merge, {len(merged)} returned")
+                for i, e in zip(todo, merged):
+                    out[i] = e
+                return out
     changed_e, changed_r = attribute_changes(snapshot, entities, relations, merge)
     if changed_e or changed_r:
         store.set_attributes(changed_e, changed_r)

@@ -73,7 +73,10 @@ def default_answer(messages: list[dict[str, str]]) -> str:
             chosen = []
         else:
             chosen = names[:3]
-        ents = [{"name": n, "type": "concept", "description": f"{n} as mentioned in the passage"} for n in chosen]
+        # Descriptions name the passage's other entities, so an entity seen in several passages collects
+        # several distinct descriptions (which LLM mode then merges).
+        ents = [{"name": n, "type": "concept", "description": f"{n} as mentioned in the passage"
+                 + (" beside " + ", ".join(m for m in chosen if m != n) if len(chosen) > 1 else "")} for n in chosen]
         rels = [{"source": a["name"], "target": b["name"], "description": "appear together", "strength": 5}
                 for a, b in zip(ents, ents[1:])]
         return json.dumps({"entities": ents, "relationships": rels})

@@ -72,8 +72,42 @@ def test_two_dask_workers_index_what_one_process_does(harness, cluster, tmp_path
     assert run["published"] and run["chunks_extracted"] == run["chunks_total"] > 0
     # The work ran on the cluster's workers, not in this process.
     prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
-    assert {"extract_unit_task", "embed_unit_task"} <= set(prefixes), prefixes
+    assert {"extract_unit_task", "embed_unit_task", "report_unit_task"} <= set(prefixes), prefixes
     assert_same(state(distributed), state(single))
+
+
+@pytest.mark.slow
+def test_llm_mode_on_two_workers_merges_and_reports_as_one_process_does(harness, cluster, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With an LLM (the suite's OpenAI-compatible server), extraction, description merges and reports run as
+    tasks on the workers, and the graph, its merged descriptions and the reports equal a one-process run's."""
+    from flows.index import run_flow
+    from tests.llm_server import FakeLLMServer
+
+    c, client = cluster
+    server = FakeLLMServer().start()
+    try:
+        llm = {"base_url": server.base_url, "model": "test-model", "request_timeout_s": 5.0, "max_retries": 3,
+               "max_concurrency": 2}
+        folder = corpus(tmp_path, extra=12)
+        single = StrataSettings(data_dir=tmp_path / "single", extraction={"mode": "llm"}, llm=llm)
+        index_folder(folder, single)
+        merges = sum(1 for b in server.chat_requests if b["messages"][0]["content"].startswith("Merge these"))
+        assert merges > 0  # the corpus has entities with several descriptions
+        for key, value in (("LLM__BASE_URL", server.base_url), ("LLM__MODEL", "test-model"),
+                           ("LLM__REQUEST_TIMEOUT_S", "5.0"), ("LLM__MAX_CONCURRENCY", "2"),
+                           ("EXTRACTION__MODE", "llm"), ("COMPUTE__DASK_ADDRESS", c.scheduler_address)):
+            monkeypatch.setenv(f"STRATA_{key}", value)
+        run = run_flow(str(folder), str(tmp_path / "dask"), "changed", True, None)
+        assert run["published"] and run["mode"] == "llm"
+        prefixes = client.run_on_scheduler(lambda dask_scheduler: sorted(dask_scheduler.task_prefixes))
+        assert {"extract_unit_task", "merge_unit_task", "report_unit_task"} <= set(prefixes), prefixes
+        distributed = StrataSettings(data_dir=tmp_path / "dask", extraction={"mode": "llm"}, llm=llm)
+        merged = [e for e in state(distributed)["entities"] if "A merged description." in str(e)]
+        assert merged
+        assert_same(state(distributed), state(single))
+    finally:
+        server.stop()
 
 
 @pytest.mark.slow
