@@ -41,7 +41,11 @@ development significance significant important importance lesson lessons message
 topics portray portrayed portrayal depict depicted author reader readers whole throughout general kind kinds
 type types example examples aspect aspects way ways tell tells show shows mean meaning happen happens
 happened problem problems issue issues group groups part parts thing things overview list
-""".split())
+notes note file files record records log logs page pages article articles paper papers transcript transcripts
+email emails mail mails entry entries collection collections archive archives dataset datasets data doc docs
+material materials source sources content contents report reports say says said mention mentions mentioned
+discuss discusses discussed talk talks cover covers covered collectively
+""".split())  # the last lines: the collection itself and what it does ("what do these notes say")
 SEMANTIC_COVER = 0.35  # a chunk at least this close to the question (cosine) counts as covering it
 
 
@@ -155,7 +159,7 @@ def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverag
     of the question and at least half its content words absent; without one, every content word absent."""
     content: dict[str, list[str]] = {}
     for word in re.findall(r"[\w][\w.'’-]*", question):
-        if word.lower() in _FRAMING:
+        if word.lower().rstrip(".'’-") in _FRAMING:  # "say." at the end of a sentence is "say"
             continue
         for term in index.tokenizer(word):
             content.setdefault(term, []).append(word)

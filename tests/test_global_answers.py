@@ -131,6 +131,12 @@ def test_global_answer_says_plainly_when_the_corpus_does_not_cover_the_question(
     assert not answer.covered and not answer.points and "does not seem to cover" in answer.text
     framing = global_answer("What are the main themes across the corpus?", forced("global"), reports, index, None, 8, 3)
     assert framing.covered and framing.points
+    # Words for the collection itself ("these notes", "the files") are framing too: the question is about the
+    # corpus, whatever the user calls it.
+    for question in ("What are the recurring problems across these notes?", "Summarize what the files say.",
+                     "What do the records and logs collectively show?"):
+        answer = global_answer(question, forced("global"), reports, index, None, 8, 3)
+        assert answer.covered and answer.points, question
 
 
 def test_local_answer_quotes_whole_sentences_with_their_chunk(built) -> None:
