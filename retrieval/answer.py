@@ -45,7 +45,11 @@ notes note file files record records log logs page pages article articles paper 
 email emails mail mails entry entries collection collections archive archives dataset datasets data doc docs
 material materials source sources content contents report reports say says said mention mentions mentioned
 discuss discusses discussed talk talks cover covers covered collectively
-""".split())  # the last lines: the collection itself and what it does ("what do these notes say")
+give compare comparing outline provide identify find walk most biggest largest greatest often frequent
+frequently risk risks challenge challenges concern concerns trend trends pattern patterns insight insights
+takeaway takeaways finding findings highlight highlights point points
+""".split())  # the last lines: the collection itself, what it does ("what do these notes say") and what a
+# question about the whole asks for ("the biggest risks", "give me an overview")
 SEMANTIC_COVER = 0.35  # a chunk at least this close to the question (cosine) counts as covering it
 
 
@@ -156,7 +160,7 @@ class Coverage:
 def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverage:
     """Content words of the question (framing words like "themes" or "summarize" left out) that occur in no
     chunk, and the best chunk cosine. Not covered: with a semantic embedder, no chunk within ``SEMANTIC_COVER``
-    of the question and at least half its content words absent; without one, every content word absent."""
+    of the question and more than half its content words absent; without one, every content word absent."""
     content: dict[str, list[str]] = {}
     for word in re.findall(r"[\w][\w.'’-]*", question):
         if word.lower().rstrip(".'’-") in _FRAMING:  # "say." at the end of a sentence is "say"
@@ -174,9 +178,18 @@ def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverag
     if best is None:
         covered = not content or len(missing_terms) < len(content)
     else:
-        # With meaning to go by: declined when no chunk is close and at most half its content words occur.
-        covered = best >= SEMANTIC_COVER or not content or len(missing_terms) < 0.5 * len(content)
+        # With meaning to go by: declined when no chunk is close and most of its content words occur nowhere (an
+        # answer that misses some says which).
+        covered = best >= SEMANTIC_COVER or not content or len(missing_terms) <= 0.5 * len(content)
     return Coverage(covered, missing, best)
+
+
+def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
+    """The answer to a question the corpus does not seem to cover, saying why."""
+    closeness = f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})" if cover.best_cosine is not None else ""
+    text = ("The corpus does not seem to cover this question: "
+            f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text{closeness}.")
+    return Answer(question, route, "offline", text, (), covered=False)
 
 
 # -- local ------------------------------------------------------------------------------------------------------
@@ -184,6 +197,9 @@ def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: 
                  metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None) -> Answer:
     """Whole sentences of the top fused chunks, quoted exactly, each cited with its chunk id: ranked by BM25
     over the sentences and their chunk's fused rank, chosen by MMR so that no two repeat each other."""
+    cover = coverage(question, index, _query_vector(index, question, query_vector))
+    if not cover.covered:  # an off-topic question gets this, not the least unrelated sentences
+        return not_covered(question, route, cover)
     hits: list[Hit] = index.search(question, top_k, metadata_filter=metadata_filter)
     if not hits:
         return Answer(question, route, "offline", "No indexed chunk matches this question.", (), covered=False)
@@ -376,10 +392,7 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     qv = _query_vector(index, question, query_vector)
     cover = coverage(question, index, qv)
     if not cover.covered:
-        closeness = f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})" if cover.best_cosine is not None else ""
-        text = ("The corpus does not seem to cover this question: "
-                f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text{closeness}.")
-        return Answer(question, route, "offline", text, (), covered=False)
+        return not_covered(question, route, cover)
     points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv)
     answer = reduce_points(question, route, points, index, max_points)
     if cover.missing and (cover.best_cosine is None or cover.best_cosine < SEMANTIC_COVER):

@@ -152,3 +152,13 @@ def test_a_finding_without_offsets_is_not_a_quote() -> None:
     f = Finding("written by a model", ("a#0000",))
     assert not f.quoted and findings_from_json(findings_to_json((f,))) == (f,)
     Report("c", 0, "t", "s", (f,), 1.0, "fp", "llm", "m", "now")  # the record still takes written findings
+
+
+def test_a_local_answer_declines_a_question_the_corpus_does_not_cover(built) -> None:
+    """A local question none of whose content words occur is told so, not given the least unrelated sentences;
+    one with a word or two the corpus lacks is still answered."""
+    index, _ = built
+    off = local_answer("What is the recipe for chocolate cake?", forced("local"), index, 4, 2)
+    assert not off.covered and not off.points and "does not seem to cover" in off.text and "'chocolate'" in off.text
+    near = local_answer("Who raised the pool size on the billing-service yesterday?", forced("local"), index, 4, 2)
+    assert near.covered and near.points and "Priya Raman" in near.text
