@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -157,10 +157,14 @@ class Coverage:
     best_cosine: float | None
 
 
-def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverage:
+def coverage(question: str, index: ChunkIndex, query_vector: Callable[[], np.ndarray | None]) -> Coverage:
     """Content words of the question (framing words like "themes" or "summarize" left out) that occur in no
     chunk, and the best chunk cosine. Not covered: with a semantic embedder, no chunk within ``SEMANTIC_COVER``
-    of the question and more than half its content words absent; without one, every content word absent."""
+    of the question and more than half its content words absent; without one, every content word absent.
+
+    The question's vector (``query_vector()``, None without a semantic embedder) and the best cosine are needed
+    only when some content word is absent: a question whose words all occur is covered either way, and is not
+    embedded here."""
     content: dict[str, list[str]] = {}
     for word in re.findall(r"[\w][\w.'’-]*", question):
         if word.lower().rstrip(".'’-") in _FRAMING:  # "say." at the end of a sentence is "say"
@@ -170,10 +174,10 @@ def coverage(question: str, index: ChunkIndex, qv: np.ndarray | None) -> Coverag
     alive = index.bm25.alive
     missing_terms = [t for t in content if not index.bm25.top([t], 1, alive)]
     best = None
-    if qv is not None and index.vectors is not None and len(index.vectors.matrix):
-        live = alive[: len(index.vectors.matrix)]
-        sims = index.vectors.matrix[live] @ qv.astype(np.float32)
-        best = float(sims.max()) if sims.size else None
+    if missing_terms and index.vectors is not None and len(index.vectors.matrix):
+        qv = query_vector()
+        top = index.vectors.exact_top(qv, 1, alive) if qv is not None else []
+        best = top[0][1] if top else None
     missing = tuple(dict.fromkeys(content[t][0] for t in missing_terms))
     if best is None:
         covered = not content or len(missing_terms) < len(content)
@@ -197,7 +201,7 @@ def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: 
                  metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None) -> Answer:
     """Whole sentences of the top fused chunks, quoted exactly, each cited with its chunk id: ranked by BM25
     over the sentences and their chunk's fused rank, chosen by MMR so that no two repeat each other."""
-    cover = coverage(question, index, _query_vector(index, question, query_vector))
+    cover = coverage(question, index, lambda: _query_vector(index, question, query_vector))
     if not cover.covered:  # an off-topic question gets this, not the least unrelated sentences
         return not_covered(question, route, cover)
     hits: list[Hit] = index.search(question, top_k, metadata_filter=metadata_filter)
@@ -390,7 +394,7 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     if not selected:
         return Answer(question, route, "offline", "No community reports are indexed yet.", (), covered=False)
     qv = _query_vector(index, question, query_vector)
-    cover = coverage(question, index, qv)
+    cover = coverage(question, index, lambda: qv)
     if not cover.covered:
         return not_covered(question, route, cover)
     points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv)
