@@ -1,22 +1,29 @@
 """The HTTP API under load, beside the same queries run in-process.
 
-    python -m bench.api [--seconds 10] [--clients 1 50 200] [--workspace DIR]
+    python -m bench.api [--seconds 10] [--clients 1 50 200] [--workers N] [--workspace DIR]
 
 Indexes SciFact (offline extraction; the query embedder is whatever ``STRATA_RETRIEVAL__EMBEDDER`` says, the
 hashing one unless set) into a workspace kept between runs, starts ``strata serve`` on a free port, and drives it
 from a separate process with 1, 50 and 200 keep-alive clients for a fixed time each, over a mix of plain,
-weighted and filtered memory queries built from the SciFact test questions. The same requests then run in this
-process through ``Engine.query`` (no HTTP) for the same time. Prints req/s, p50/p95/p99 per client count beside
-the in-process rate. These passes run with the query cache off, so they measure the search itself.
+weighted and filtered memory queries built from the SciFact test questions. It does so twice: with one server
+process and with one process per core (the deployment the README advises on a
+machine of its own), or with one and ``--workers N``. The same requests then run in this process through
+``Engine.query`` (no HTTP, one thread, the server's BLAS settings), in slices before, between and after the
+server passes: the median slice. Prints req/s,
+p50/p95/p99 per client count and the share of the in-process rate. These passes run with the query cache off, so
+they measure the search itself.
 
-Then a second server, with the query cache on, takes a workload in which 30% of the requests repeat an earlier one
-(the rest are distinct: SciFact questions as plain, weighted and filtered queries with three ``top_k``), from 1 and
-from 50 clients; the server's ``X-Cache`` header tells hits from misses, and their p50 are printed side by side.
+Then a one-process server with the query cache on takes a workload in which 30% of the requests repeat an earlier
+one (the rest are distinct: SciFact questions as plain, weighted and filtered queries with three ``top_k``), from 1
+and from 50 clients; the server's ``X-Cache`` header tells hits from misses, and their p50 are printed side by side.
 
-Ends with one JSON line: ``rps_50``, ``p50_ms_50``, ``p99_ms_50``, ``inprocess_qps``, ``http_overhead_ratio``
-(``rps_50 / inprocess_qps``: the share of in-process throughput the server keeps), ``cache_hit_p50_ms`` and
-``cache_miss_p50_ms`` (one client), ``cache_hit_p50_ms_50`` and ``cache_miss_p50_ms_50`` (50 clients),
-``cache_hit_ratio`` and ``cache_hit_cost_ratio`` (hit p50 over miss p50, one client; the target is below 0.1).
+Ends with one JSON line: for one server process ``rps_50``, ``p50_ms_50``, ``p99_ms_50``, ``inprocess_qps`` and
+``http_overhead_ratio`` (``rps_50 / inprocess_qps``: the share of in-process throughput one process keeps); for
+``processes`` server processes (one per core, or ``--workers``) ``rps_50_processes``, ``p50_ms_50_processes``,
+``p99_ms_50_processes`` and ``processes_over_inprocess`` (their rate over the one-thread in-process rate: not an
+overhead, since they use every core, which the in-process thread does not); ``cache_hit_p50_ms`` and ``cache_miss_p50_ms`` (one client),
+``cache_hit_p50_ms_50`` and ``cache_miss_p50_ms_50`` (50 clients), ``cache_hit_ratio`` and ``cache_hit_cost_ratio``
+(hit p50 over miss p50, one client).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,19 +199,26 @@ def _start_server(data: Path, env: dict[str, str]) -> tuple[subprocess.Popen, in
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # one log line a request
-    for _ in range(300):
+    ready = 0  # ready several times over fresh connections: each server process has loaded the index
+    for _ in range(600):
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/ready", timeout=2) as r:
+                ready = ready + 1 if r.status == 200 else 0
         except OSError:
-            time.sleep(0.2)
-    return server, port
+            ready = 0
+        if ready >= 10:
+            return server, port
+        if server.poll() is not None:
+            raise RuntimeError(f"strata serve exited with status {server.returncode} before it was ready")
+        time.sleep(0.1 if ready else 0.2)
+    server.terminate()
+    raise RuntimeError("strata serve was not ready after two minutes")
 
 
 def cache_pass(data: Path, env: dict[str, str], requests: int, clients: int) -> dict[str, float]:
     """A fresh server with the query cache on, the repeating workload replayed by ``clients`` connections (in a
     separate process); p50 of hits and of misses as the server's X-Cache header tells them apart."""
-    server, port = _start_server(data, {**env, "STRATA_CACHE__ENABLED": "true"})
+    server, port = _start_server(data, {**env, "STRATA_CACHE__ENABLED": "true", "STRATA_SERVER__WORKERS": "1"})
     try:
         out = subprocess.run([sys.executable, "-m", "bench.api", "--replay", str(port), str(clients), str(requests)],
                              capture_output=True, text=True, check=True, env=env).stdout
@@ -229,6 +244,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 50, 200])
     ap.add_argument("--workspace", type=Path, default=Path("/tmp/strata-bench-api"))
+    ap.add_argument("--workers", type=int, default=0,
+                    help="server processes measured beside one (default: one per core)")
     ap.add_argument("--cache-requests", type=int, default=1200, help="requests of the 30%%-repeat cache workload")
     ap.add_argument("--drive", nargs=3, metavar=("PORT", "CLIENTS", "SECONDS"), help=argparse.SUPPRESS)
     ap.add_argument("--replay", nargs=3, metavar=("PORT", "CLIENTS", "REQUESTS"), help=argparse.SUPPRESS)
@@ -247,59 +264,108 @@ def main() -> None:
         return
 
     data = ensure_index(args.workspace)
+    from core.settings import StrataSettings
+    from core.threads import available_cores
+
+    settings = StrataSettings(data_dir=data)
+    layouts = sorted({1, args.workers or available_cores()})
     # The throughput passes measure the search: the query cache is off (the mix repeats its 300 requests).
     env = {**os.environ, "STRATA_SERVER__MAX_CONCURRENT_REQUESTS": "256", "STRATA_CACHE__ENABLED": "false"}
-    server, port = _start_server(data, env)
-    try:
-        results = []
-        for n in [1] + args.clients:  # the first pass warms the server up and is not reported
-            out = subprocess.run([sys.executable, "-m", "bench.api", "--drive", str(port), str(n),
-                                  str(2.0 if len(results) == 0 and n == 1 else args.seconds)],
-                                 capture_output=True, text=True, check=True, env=env).stdout
-            d = json.loads(out)
-            results.append(LoadResult(d["clients"], d["requests"], d["errors"], d["seconds"], tuple(d["latencies_ms"])))
-        results = results[1:]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    local = InProcess(settings, bodies)
+    local.measure(args.seconds / 3)
+    passes = {}
+    for w in layouts:
+        passes[w] = load_passes(data, {**env, "STRATA_SERVER__WORKERS": str(w)}, args.clients, args.seconds)
+        local.measure(args.seconds / 3)
+    inprocess_qps, slices, retrieval = local.qps, local.slices, local.close()
 
-    from core.settings import StrataSettings
-    from retrieval.contract import MemoryQueryRequest
-    from strata.engine import Engine
-
-    engine = Engine(StrataSettings(data_dir=data))
-    reqs = [MemoryQueryRequest.model_validate_json(b) for b in bodies]
-    for r in reqs[:20]:
-        engine.query(r)
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < args.seconds:
-        engine.query(reqs[done % len(reqs)])
-        done += 1
-    inprocess_qps = done / (time.perf_counter() - start)
-    retrieval = engine.index.describe()
-    engine.close()
-
-    print(f"SciFact ({retrieval}), {args.seconds:g} s per step")
-    print(f"{'clients':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7}")
-    for r in results:
-        print(f"{r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} {r.errors:>7}")
-    print(f"{'in-proc':>8} {inprocess_qps:>8.1f}   (Engine.query in one thread, no HTTP)")
-    at50 = next((r for r in results if r.clients == 50), results[-1])
+    print(f"SciFact ({retrieval}), {args.seconds:g} s per step; search_threads {settings.server.search_threads}")
+    print(f"{'processes':>9} {'clients':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7} "
+          f"{'of in-proc':>10}")
+    for w, results in passes.items():
+        for r in results:
+            print(f"{w:>9} {r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} "
+                  f"{r.errors:>7} {r.rps / inprocess_qps:>10.2f}")
+    print(f"{'in-proc':>9} {'':>8} {inprocess_qps:>8.1f}   (Engine.query in one thread, no HTTP: median of "
+          f"{len(slices)} slices, {min(slices):.0f}-{max(slices):.0f})")
 
     one, fifty = (cache_pass(data, env, args.cache_requests, n) for n in (1, 50))
-    print(f"\nquery cache, {args.cache_requests} requests of which 30% repeat an earlier one "
+    print(f"\nquery cache (one process), {args.cache_requests} requests of which 30% repeat an earlier one "
           f"(hits {one['hits']} of {one['requests']} with 1 client, {fifty['hits']} with 50)")
     print(f"{'clients':>8} {'hit p50':>8} {'miss p50':>9} {'hit/miss':>9} {'errors':>7}")
     for n, c in ((1, one), (50, fifty)):
         print(f"{n:>8} {c['hit_p50']:>8.2f} {c['miss_p50']:>9.2f} {c['hit_p50'] / c['miss_p50']:>9.3f} {c['errors']:>7}")
-    print(json.dumps({"rps_50": round(at50.rps, 1), "p50_ms_50": round(at50.pct(0.5), 1),
-                      "p99_ms_50": round(at50.pct(0.99), 1), "inprocess_qps": round(inprocess_qps, 1),
-                      "http_overhead_ratio": round(at50.rps / inprocess_qps, 3),
+
+    def at50(w: int) -> LoadResult:
+        return next((r for r in passes[w] if r.clients == 50), passes[w][-1])
+
+    single, top = at50(1), at50(max(layouts))
+    print(json.dumps({"rps_50": round(single.rps, 1), "p50_ms_50": round(single.pct(0.5), 1),
+                      "p99_ms_50": round(single.pct(0.99), 1), "inprocess_qps": round(inprocess_qps, 1),
+                      "http_overhead_ratio": round(single.rps / inprocess_qps, 3),
+                      "processes": max(layouts), "rps_50_processes": round(top.rps, 1),
+                      "p50_ms_50_processes": round(top.pct(0.5), 1), "p99_ms_50_processes": round(top.pct(0.99), 1),
+                      "processes_over_inprocess": round(top.rps / inprocess_qps, 3),
                       "cache_hit_p50_ms": round(one["hit_p50"], 2), "cache_miss_p50_ms": round(one["miss_p50"], 2),
                       "cache_hit_p50_ms_50": round(fifty["hit_p50"], 2),
                       "cache_miss_p50_ms_50": round(fifty["miss_p50"], 2),
                       "cache_hit_ratio": round(one["hits"] / one["requests"], 3),
                       "cache_hit_cost_ratio": round(one["hit_p50"] / one["miss_p50"], 3)}))
+
+
+def load_passes(data: Path, env: dict[str, str], clients: list[int], seconds: float) -> list[LoadResult]:
+    """A server as ``env`` configures it, driven by 1, then each of ``clients`` connections for ``seconds``
+    (after a 2 s warm-up at one client, not reported)."""
+    server, port = _start_server(data, env)
+    try:
+        results = []
+        for n in [1] + clients:
+            out = subprocess.run([sys.executable, "-m", "bench.api", "--drive", str(port), str(n),
+                                  str(2.0 if not results else seconds)],
+                                 capture_output=True, text=True, check=True, env=env).stdout
+            d = json.loads(out)
+            results.append(LoadResult(d["clients"], d["requests"], d["errors"], d["seconds"], tuple(d["latencies_ms"])))
+        return results[1:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+class InProcess:
+    """The same requests through ``Engine.query`` in this process's one thread, with the BLAS threads the
+    server runs with (``create_app`` configures them the same way). Measured in slices taken before, between and
+    after the server passes, so that a machine whose speed drifts during the run (a shared host's memory
+    bandwidth, other tenants) weighs on both sides of the ratio alike; the rate is the median slice."""
+
+    def __init__(self, settings, bodies: list[bytes]) -> None:  # type: ignore[no-untyped-def]
+        from core.threads import configure
+        from retrieval.contract import MemoryQueryRequest
+        from strata.engine import Engine
+
+        configure(settings.compute)
+        self.engine = Engine(settings)
+        self.reqs = [MemoryQueryRequest.model_validate_json(b) for b in bodies]
+        for r in self.reqs[:20]:
+            self.engine.query(r)
+        self.slices: list[float] = []
+        self.done = 0
+
+    def measure(self, seconds: float, slices: int = 2) -> None:
+        for _ in range(slices):
+            n, start = 0, time.perf_counter()
+            while time.perf_counter() - start < seconds / slices:
+                self.engine.query(self.reqs[self.done % len(self.reqs)])
+                self.done, n = self.done + 1, n + 1
+            self.slices.append(n / (time.perf_counter() - start))
+
+    @property
+    def qps(self) -> float:
+        return sorted(self.slices)[len(self.slices) // 2]
+
+    def close(self) -> str:
+        retrieval = self.engine.index.describe()
+        self.engine.close()
+        return retrieval
 
 
 if __name__ == "__main__":

@@ -172,7 +172,11 @@ class ServerSettings(BaseModel):
     request_timeout_s: float = Field(30.0, gt=0, le=3600, description="a request still running after this gets 503")
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
-    workers: int = Field(1, ge=1, le=64, description="server processes (each loads the index once)")
+    workers: int = Field(
+        1, ge=1, le=64, description="server processes; each loads the index once (memory grows with each) and has "
+                                    "its own query cache; /metrics sums their request metrics. On a machine of its "
+                                    "own, one per core serves about twice the memory queries of one process on two "
+                                    "cores")
     metrics_open: bool = Field(
         False, description="serve GET /metrics without an API key (for a scraper inside a trusted network)")
     shutdown_grace_s: int = Field(
@@ -278,7 +282,9 @@ ENV_PREFIX = "STRATA_"
 ENV_DELIMITER = "__"
 # STRATA_* variables read by the test suite and benchmarks rather than by the settings.
 OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_REQUIRE_BROWSER", "STRATA_FORBID_SKIPS", "STRATA_SHARED_DATA",
-                             "STRATA_CONFIG"})  # STRATA_CONFIG: the project file (core/project_file.py)
+                             "STRATA_CONFIG", "STRATA_WORKER_METRICS_DIR"})
+# STRATA_CONFIG: the project file (core/project_file.py); STRATA_WORKER_METRICS_DIR: set by `strata serve --workers N`
+# for its worker processes (strata/telemetry.py).
 
 
 def env_name(loc: tuple[str | int, ...] | list[str | int]) -> str:

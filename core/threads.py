@@ -12,7 +12,9 @@ from the thread that coordinates the work, not from each worker thread (their ex
 limits in any order). Nested blocks restore the outer limit on exit.
 
 The settings are read at the edge: a CLI, API or worker process calls :func:`configure` once with its
-``compute`` section; code that runs without it gets the defaults (one BLAS thread, one worker thread per core).
+``compute`` section, which also sets that BLAS limit for the whole process (a server's searches run their
+products on threads of their own, outside any block); code that runs without it gets the defaults inside the
+blocks (one BLAS thread, one worker thread per core).
 """
 
 from __future__ import annotations
@@ -29,12 +31,17 @@ from core.settings import ComputeSettings
 _settings = ComputeSettings()
 _controller: ThreadpoolController | None = None
 _modules_seen = 0
+_process_limit: int | None = None  # set by configure(); applied to BLAS libraries loaded later too
 
 
 def configure(settings: ComputeSettings) -> None:
-    """Make ``settings`` the process's compute settings (BLAS threads and worker threads)."""
-    global _settings
-    _settings = settings
+    """Make ``settings`` the process's compute settings (BLAS threads and worker threads), and limit BLAS to
+    ``blas_threads`` for the rest of the process, outside :func:`blas_limit` blocks too: a server's searches run
+    matrix products on its own threads, and each unlimited product would leave an OpenBLAS thread spinning on
+    the other core (measured: a whole core, while the server answered 50 clients)."""
+    global _settings, _process_limit
+    _settings, _process_limit = settings, settings.blas_threads
+    _blas_controller().limit(limits=_process_limit, user_api="blas")  # never restored: the process's own limit
 
 
 def settings() -> ComputeSettings:
@@ -66,8 +73,13 @@ def _blas_controller() -> ThreadpoolController:
     if _controller is None or len(sys.modules) != _modules_seen:
         import numpy  # noqa: F401  (load numpy's BLAS before looking for it)
 
+        known = {lib.filepath for lib in _controller.lib_controllers} if _controller is not None else set()
         _modules_seen = len(sys.modules)
         _controller = ThreadpoolController()
+        if _process_limit is not None:  # only libraries loaded since: the others keep the count they have now
+            for lib in _controller.lib_controllers:
+                if lib.user_api == "blas" and lib.filepath not in known:
+                    lib.set_num_threads(_process_limit)
     return _controller
 
 

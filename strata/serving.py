@@ -8,10 +8,13 @@ the app's shutdown, which closes the engine.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from typing import Any
 
 from core.settings import StrataSettings
 from strata.logs import configure_logging
+from strata.telemetry import PROMETHEUS_ENV, SHARED_METRICS_ENV
 
 
 def served_app() -> Any:
@@ -37,7 +40,14 @@ def run_server(settings: StrataSettings, host: str, port: int, workers: int = 1)
     configure_logging(settings.log, background=True)
     options = uvicorn_options(settings, host, port)
     if workers > 1:
-        uvicorn.run("strata.serving:served_app", factory=True, workers=workers, **options)
+        # The workers' request metrics go to files in a folder of this run, summed by whichever answers /metrics.
+        with tempfile.TemporaryDirectory(prefix="strata-metrics-") as shared:
+            os.environ[SHARED_METRICS_ENV] = os.environ[PROMETHEUS_ENV] = shared
+            try:
+                uvicorn.run("strata.serving:served_app", factory=True, workers=workers, **options)
+            finally:
+                os.environ.pop(SHARED_METRICS_ENV, None)
+                os.environ.pop(PROMETHEUS_ENV, None)
     else:
         from strata.api import create_app
 

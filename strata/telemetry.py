@@ -22,6 +22,7 @@ import logging
 import os
 import random
 import re
+import threading
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from strata.logs import ACCESS_LOGGER, REQUEST_ID, log_event
 from strata.qcache import QueryCache
 from strata.runmetrics import read_index_metrics
+from strata.workspace import pid_alive
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -76,17 +78,44 @@ def note_cache(outcome: str, generation: int | None) -> None:
         notes.cache, notes.generation = outcome, generation
 
 
+# Set by ``strata serve --workers N`` for its worker processes, beside prometheus_client's own variable (which
+# makes its metric values live in files there). A PROMETHEUS_MULTIPROC_DIR set for some other reason does not
+# make a single server process sum files it never wrote.
+SHARED_METRICS_ENV = "STRATA_WORKER_METRICS_DIR"
+PROMETHEUS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def shared_metrics_dir() -> str | None:
+    """The folder where the server's worker processes keep their request metrics, when it has several."""
+    shared = os.environ.get(SHARED_METRICS_ENV) or None
+    return shared if shared and os.environ.get(PROMETHEUS_ENV) == shared else None
+
+
 class ApiMetrics:
-    """The request metrics of one app, in their own registry."""
+    """The request metrics of one app, in their own registry.
+
+    With several server processes (``strata serve --workers N``) a scrape reaches one of them, so each
+    process keeps its request metrics in files under :func:`shared_metrics_dir` (prometheus_client's
+    multiprocess mode) and ``/metrics`` renders the sum over all of them: counters and histograms add up,
+    the in-flight gauge sums the live processes."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        own = CollectorRegistry(auto_describe=True)
+        self.shared = shared_metrics_dir() is not None
+        if self.shared:
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            self.registry = CollectorRegistry()
+            MultiProcessCollector(self.registry)
+        else:
+            self.registry = own
+        r = own
         self.requests = Counter("strata_http_requests", "HTTP requests by route template, method and status",
                                 ["route", "method", "status"], registry=r)
         self.latency = Histogram("strata_http_request_duration_seconds", "time to answer a request, by route",
                                  ["route"], buckets=LATENCY_BUCKETS, registry=r)
-        self.in_flight = Gauge("strata_http_requests_in_flight", "requests being served now", registry=r)
+        self.in_flight = Gauge("strata_http_requests_in_flight", "requests being served now", registry=r,
+                               multiprocess_mode="livesum")
         self.rejected = Counter("strata_http_rejected", "requests refused by a guard, by reason", ["reason"],
                                 registry=r)
         for reason in sorted(set(REJECTIONS.values())):
@@ -94,6 +123,13 @@ class ApiMetrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+    def close(self) -> None:
+        """This process stops serving: its in-flight gauge leaves the sum (its counters stay in the totals)."""
+        if self.shared:
+            from prometheus_client.multiprocess import mark_process_dead
+
+            mark_process_dead(os.getpid())
 
 
 _IDS = random.Random()  # seeded from the OS once; request ids need to be unique, not secret
@@ -181,62 +217,149 @@ def _age_seconds(created_at: Any) -> float | None:
 
 
 class ServingCollector:
-    """Metrics read at scrape time: the serving generation, the embedder, the query cache, the last index run."""
+    """Metrics read at scrape time: the serving generation, the embedder, the query cache, the last index run.
 
-    def __init__(self, engine: Callable[[], Any], cache: QueryCache | None, data_dir: Path) -> None:
+    With several server processes (``shared_dir`` set) each process has its own engine and cache, and a scrape
+    reaches one of them. Each process therefore writes its own figures, labelled with its ``pid``, to
+    ``serving-<pid>.prom`` in the shared folder every ``publish_s`` seconds, and the process answering a scrape
+    adds those of the other live processes to its own: every scrape shows every process (a process still on an
+    old generation included), and each series stays one process's (sum the cache counters by ``kind``)."""
+
+    def __init__(self, engine: Callable[[], Any], cache: QueryCache | None, data_dir: Path,
+                 shared_dir: str | None = None, publish_s: float = 1.0) -> None:
         self.engine, self.cache, self.data_dir = engine, cache, Path(data_dir)
+        self.shared = Path(shared_dir) if shared_dir else None
+        self.pid = os.getpid()
+        self._stop = threading.Event()
+        if self.shared is not None:
+            self._publish()
+            threading.Thread(target=self._publish_every, args=(publish_s,), name="strata-metrics-publish",
+                             daemon=True).start()
 
     def describe(self) -> list["Metric"]:
         return []  # nothing to check at registration: these names are the collector's alone
 
     def collect(self) -> Iterator["Metric"]:
+        if self.shared is None:
+            yield from self.process_families()
+        else:
+            yield from _merged([*self.process_families(), *self._other_processes()])
+        yield from read_index_metrics(self.data_dir)
+
+    def close(self) -> None:
+        """This process stops serving: its figures leave the other processes' scrapes."""
+        self._stop.set()
+        if self.shared is not None:
+            self._path(self.pid).unlink(missing_ok=True)
+
+    # -- one process's figures --------------------------------------------------------------------------------
+    def process_families(self) -> Iterator["Metric"]:
+        """This process's figures (with its ``pid`` when there are several processes)."""
+        extra, pid = (["pid"], [str(self.pid)]) if self.shared is not None else ([], [])
+
+        def family(kind: type, name: str, text: str, value: float) -> "Metric":
+            metric = kind(name, text, labels=extra)
+            metric.add_metric(pid, value)
+            return metric
+
         engine = self.engine()
-        yield GaugeMetricFamily("strata_index_loaded", "1 when an index generation is loaded and served",
-                                value=1.0 if engine is not None else 0.0)
+        yield family(GaugeMetricFamily, "strata_index_loaded", "1 when an index generation is loaded and served",
+                     1.0 if engine is not None else 0.0)
         if engine is not None:
             snap = engine.current
             m = snap.manifest
-            yield GaugeMetricFamily("strata_index_generation", "the index generation being served",
-                                    value=float(snap.number))
+            yield family(GaugeMetricFamily, "strata_index_generation", "the index generation being served",
+                         float(snap.number))
             age = _age_seconds(m.get("created_at"))
             if age is not None:
-                yield GaugeMetricFamily("strata_index_generation_age_seconds",
-                                        "seconds since the serving generation was written", value=age)
+                yield family(GaugeMetricFamily, "strata_index_generation_age_seconds",
+                             "seconds since the serving generation was written", age)
             for what in ("chunks", "entities", "relations", "communities", "reports"):
-                yield GaugeMetricFamily(f"strata_index_{what}", f"{what} in the serving generation",
-                                        value=float(m.get(what) or 0))
-            yield GaugeMetricFamily("strata_index_reload_failing", "1 when the last attempt to load a newer "
-                                                                   "generation failed", value=float(bool(engine.reload_error)))
+                yield family(GaugeMetricFamily, f"strata_index_{what}", f"{what} in the serving generation",
+                             float(m.get(what) or 0))
+            yield family(GaugeMetricFamily, "strata_index_reload_failing",
+                         "1 when the last attempt to load a newer generation failed", float(bool(engine.reload_error)))
             index = snap.index
             embedder = index.embedder
             state = "none" if embedder is None else ("dense" if index.default_dense_weight > 0 else "lexical_only")
             info = GaugeMetricFamily("strata_embedder_info", "the query embedder and its state (dense: fused with "
                                      "BM25 by default; lexical_only: loaded but not used by default; none)",
-                                     labels=["embedder", "state"])
-            info.add_metric([index.dense_name, state], 1.0)
+                                     labels=["embedder", "state", *extra])
+            info.add_metric([index.dense_name, state, *pid], 1.0)
             yield info
-            yield GaugeMetricFamily("strata_embedder_default_dense_weight", "the dense share of a default search",
-                                    value=float(index.default_dense_weight))
-        if self.cache is not None:
-            yield from self._cache_families()
-        yield from read_index_metrics(self.data_dir)
-
-    def _cache_families(self) -> Iterator["Metric"]:
-        assert self.cache is not None
+            yield family(GaugeMetricFamily, "strata_embedder_default_dense_weight",
+                         "the dense share of a default search", float(index.default_dense_weight))
+        if self.cache is None:
+            return
         s = self.cache.stats()
         kinds = sorted(set(s.hits) | set(s.misses) | {"memory", "ask"})
-        hits = CounterMetricFamily("strata_query_cache_hits", "query cache hits by kind", labels=["kind"])
-        misses = CounterMetricFamily("strata_query_cache_misses", "query cache misses by kind", labels=["kind"])
+        hits = CounterMetricFamily("strata_query_cache_hits", "query cache hits by kind", labels=["kind", *extra])
+        misses = CounterMetricFamily("strata_query_cache_misses", "query cache misses by kind",
+                                     labels=["kind", *extra])
         for k in kinds:
-            hits.add_metric([k], s.hits.get(k, 0))
-            misses.add_metric([k], s.misses.get(k, 0))
+            hits.add_metric([k, *pid], s.hits.get(k, 0))
+            misses.add_metric([k, *pid], s.misses.get(k, 0))
         yield hits
         yield misses
-        yield CounterMetricFamily("strata_query_cache_evictions", "entries evicted to stay within the bounds",
-                                  value=s.evictions)
-        yield GaugeMetricFamily("strata_query_cache_entries", "responses in the query cache", value=s.entries)
-        yield GaugeMetricFamily("strata_query_cache_bytes", "bytes held by the query cache", value=s.bytes)
-        yield GaugeMetricFamily("strata_query_cache_max_bytes", "the cache's byte bound (cache.max_bytes)",
-                                value=s.max_bytes)
-        yield GaugeMetricFamily("strata_query_cache_hit_ratio", "hits over lookups since the server started",
-                                value=s.hit_ratio)
+        yield family(CounterMetricFamily, "strata_query_cache_evictions", "entries evicted to stay within the bounds",
+                     s.evictions)
+        yield family(GaugeMetricFamily, "strata_query_cache_entries", "responses in the query cache", s.entries)
+        yield family(GaugeMetricFamily, "strata_query_cache_bytes", "bytes held by the query cache", s.bytes)
+        yield family(GaugeMetricFamily, "strata_query_cache_max_bytes", "the cache's byte bound (cache.max_bytes)",
+                     s.max_bytes)
+        yield family(GaugeMetricFamily, "strata_query_cache_hit_ratio", "hits over lookups since the server started",
+                     s.hit_ratio)
+
+    # -- the other processes' ---------------------------------------------------------------------------------
+    def _path(self, pid: int) -> Path:
+        assert self.shared is not None
+        return self.shared / f"serving-{pid}.prom"
+
+    def _publish(self) -> None:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Families(self.process_families))
+        tmp = self._path(self.pid).with_suffix(".tmp")
+        tmp.write_bytes(generate_latest(registry))
+        tmp.replace(self._path(self.pid))  # whole files only: a reader never sees half of one
+
+    def _publish_every(self, seconds: float) -> None:
+        while not self._stop.wait(seconds):
+            try:
+                self._publish()
+            except Exception:  # noqa: BLE001  (a figure that cannot be read now is published next time)
+                log_event(access_log, "could not publish this process's serving metrics", logging.WARNING)
+
+    def _other_processes(self) -> Iterator["Metric"]:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        assert self.shared is not None
+        for path in self.shared.glob("serving-*.prom"):
+            pid = int(path.stem.removeprefix("serving-"))
+            if pid == self.pid:
+                continue
+            if not pid_alive(pid):  # ended without closing (killed): its figures are gone with it
+                path.unlink(missing_ok=True)
+                continue
+            try:
+                yield from text_string_to_metric_families(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+
+
+class _Families:
+    def __init__(self, families: Callable[[], Iterable["Metric"]]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterable["Metric"]:
+        return self.families()
+
+
+def _merged(families: Iterable["Metric"]) -> list["Metric"]:
+    """One family per name (the exposition format allows a name once), with every process's samples."""
+    out: dict[str, "Metric"] = {}
+    for f in families:
+        if f.name in out:
+            out[f.name].samples.extend(f.samples)
+        else:
+            out[f.name] = f
+    return list(out.values())

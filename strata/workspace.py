@@ -184,7 +184,7 @@ class Workspace:
                 numbers = {int(n) for n in data.get("generations", [data["generation"]])}
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if _alive(pid):
+            if pid_alive(pid):
                 held |= numbers
             else:
                 path.unlink(missing_ok=True)
@@ -238,7 +238,8 @@ class RunLock:
         self._fh.close()
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

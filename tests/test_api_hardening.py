@@ -276,3 +276,91 @@ def test_search_threads_zero_runs_queries_on_the_event_loop(data_dir: Path, monk
             r = c.post("/v1/memory/query", json={"query_id": f"q{i}", "search_text": ("billing", "pool", "deploy")[i]})
             assert r.status_code == 200 and r.json()["query_id"] == f"q{i}"
         assert threads == loop_thread * 3
+
+
+# -- the memory-query fast path ----------------------------------------------------------------------------
+def _route_only(app):  # type: ignore[no-untyped-def]
+    """The same app with every memory query going through the FastAPI route (the fast path removed)."""
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not api.MemoryQueryFastPath]
+    return app
+
+
+FAST_PATH_BODIES = [body for path, body, _ in HOSTILE if path == "/v1/memory/query"] + [
+    '{"query_id": "q", "search_text": "billing"}',
+    '{"query_id": "q", "search_text": "connection pool exhausted", "top_k": 3, '
+    '"hybrid_params": {"dense_weight": 0.2, "sparse_weight": 1.5, "rrf_k_constant": 10}}',
+    '{"query_id": "q", "search_text": "deploy", "metadata_filter": {"source": {"in": ["a.md", "b.md"]}}}',
+    '{"query_id": "q", "search_text": "' + "x " * 3000 + '"}',  # longer than max_question_chars: ApiError
+    '{"query_id": "q", "search_text": "deploy", "metadata_filter": {' + ", ".join(f'"f{i}": 1' for i in range(70)) + "}}",
+    '{"query_id": "q", "search_text": "billing", "unknown": 1}',
+    '{"query_id": "q"}', "", "null", '"text"', '{"query_id": "q", "search_text": ""}',
+    "[" * 100_000,  # deeper than json.loads can go: RecursionError, not ValueError
+]
+VALID = '{"query_id": "q", "search_text": "billing"}'
+FAST_PATH_HEADERS = [  # content types the route reads differently from the guard, or not as JSON at all
+    [("content-type", "text/plain+json")], [("content-type", "multipart/x+json")],
+    [("content-type", "application/problem+json")], [("content-type", "Application/JSON; charset=utf-8")],
+    [("content-type", "text/plain"), ("content-type", "application/json")],
+    [("content-type", "application/json"), ("content-type", "text/plain")],
+]
+
+
+@pytest.mark.parametrize(("body", "headers"), [(b, [("content-type", "application/json")]) for b in FAST_PATH_BODIES]
+                         + [(VALID, h) for h in FAST_PATH_HEADERS])
+def test_fast_path_answers_exactly_as_the_route(data_dir: Path, body: str, headers: list[tuple[str, str]]) -> None:
+    """Valid or not, a memory query gets the same status, headers and body with the fast path as through the
+    FastAPI route alone."""
+    import httpx
+
+    fast = create_app(make_settings(data_dir, max_question_chars=2000))
+    slow = _route_only(create_app(make_settings(data_dir, max_question_chars=2000)))
+    with TestClient(fast, raise_server_exceptions=False) as f, TestClient(slow, raise_server_exceptions=False) as s:
+        a = f.post("/v1/memory/query", content=body.encode(), headers=httpx.Headers(headers))
+        b = s.post("/v1/memory/query", content=body.encode(), headers=httpx.Headers(headers))
+    assert (a.status_code, a.content) == (b.status_code, b.content)
+    drop = {"x-request-id"}
+    assert {k: v for k, v in a.headers.items() if k not in drop} == {k: v for k, v in b.headers.items() if k not in drop}
+
+
+def test_a_valid_memory_query_skips_the_route_and_is_labelled_as_it(data_dir: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import fastapi.routing
+
+    solved: list[str] = []
+    real = fastapi.routing.solve_dependencies
+
+    async def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        solved.append(kwargs["request"].url.path)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting)
+    with TestClient(create_app(make_settings(data_dir)), raise_server_exceptions=False) as c:
+        assert c.post("/v1/memory/query", json={"query_id": "q", "search_text": "billing"}).status_code == 200
+        assert solved == []
+        assert c.post("/v1/memory/query", json={"query_id": "q", "search_text": "billing", "top_k": 0}).status_code == 422
+        assert solved == ["/v1/memory/query"]  # an invalid body is the route's to refuse
+        metrics = c.get("/metrics").text
+    assert 'strata_http_requests_total{method="POST",route="/v1/memory/query",status="200"} 1.0' in metrics
+
+
+def test_fast_path_hands_a_client_gone_before_its_body_to_the_route(data_dir: Path) -> None:
+    import asyncio
+
+    def sent(app) -> list[dict]:  # type: ignore[no-untyped-def]
+        out: list[dict] = []
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                 "scheme": "http", "path": "/v1/memory/query", "raw_path": b"/v1/memory/query", "query_string": b"",
+                 "root_path": "", "headers": [(b"content-type", b"application/json"), (b"content-length", b"40")],
+                 "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+
+        async def receive() -> dict:
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict) -> None:
+            out.append({k: v for k, v in message.items() if k != "headers"})
+
+        asyncio.run(app(scope, receive, send))
+        return out
+
+    settings = make_settings(data_dir)
+    assert sent(create_app(settings)) == sent(_route_only(create_app(settings)))

@@ -9,6 +9,7 @@ gave for them. Any faster formulation must reproduce them.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,29 @@ def test_blas_limit_really_limits_threads() -> None:
     assert _blas_threads() == before
 
 
+def test_configure_limits_blas_for_the_whole_process() -> None:
+    """A server's searches run their matrix products on threads of their own, outside any blas_limit block: the
+    configured count holds there too, and blocks restore it rather than the library's default."""
+    from threadpoolctl import threadpool_limits
+
+    old = threads.settings()
+    limit = 3 if _blas_threads() != {3} else 2
+    try:
+        with threadpool_limits(limits=limit + 1, user_api="blas"):  # whatever the process had before
+            threads.configure(ComputeSettings(blas_threads=limit))
+            seen: list[set[int]] = []
+            t = threading.Thread(target=lambda: seen.append(_blas_threads()))
+            t.start()
+            t.join()
+            assert seen == [{limit}] and _blas_threads() == {limit}
+            with threads.blas_limit(1):
+                assert _blas_threads() == {1}
+            assert _blas_threads() == {limit}
+    finally:
+        threads.configure(old)
+    assert _blas_threads() == {old.blas_threads}
+
+
 def test_blas_limit_follows_the_compute_settings() -> None:
     old = threads.settings()
     try:
@@ -110,7 +134,10 @@ def test_embedding_runs_with_the_configured_blas_threads(monkeypatch: pytest.Mon
         return real_forward(self, token_ids)
 
     monkeypatch.setattr(minilm.MiniLMEmbedder, "forward", spy)
-    minilm.MiniLMEmbedder(threads=2, batch_tokens=8).embed(["one text", "another text", "a third one here"])
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):  # the process at another count: the embedder sets its own
+        minilm.MiniLMEmbedder(threads=2, batch_tokens=8).embed(["one text", "another text", "a third one here"])
     assert seen and all(s == {1} for s in seen)
 
 
@@ -145,13 +172,18 @@ def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.Mon
     monkeypatch.setattr(BM25Index, "commit", commit_spy)
     monkeypatch.setattr(leiden, "partition", partition_spy)
     old = threads.settings()
+    from threadpoolctl import threadpool_limits
+
     try:
         threads.configure(ComputeSettings(blas_threads=limit))
-        chunks = [Chunk(f"d{i}#0", f"d{i}", 0, f"billing service text {i}", 0, 20, 4, f"d{i}.md", f"h{i}")
-                  for i in range(4)]
-        ChunkIndex(RetrievalSettings(), embedder=Spy(64)).add(chunks)
-        edges = [leiden.WeightedEdge(f"n{i}", f"n{(i + 1) % 30}", 1.0) for i in range(30)]
-        leiden.hierarchical_leiden([f"n{i}" for i in range(30)], edges, CommunitySettings(max_cluster_size=5))
+        # configure() sets the count for the whole process; put it at another one, so only the stages' own
+        # blocks can set what the spies see.
+        with threadpool_limits(limits=limit + 1, user_api="blas"):
+            chunks = [Chunk(f"d{i}#0", f"d{i}", 0, f"billing service text {i}", 0, 20, 4, f"d{i}.md", f"h{i}")
+                      for i in range(4)]
+            ChunkIndex(RetrievalSettings(), embedder=Spy(64)).add(chunks)
+            edges = [leiden.WeightedEdge(f"n{i}", f"n{(i + 1) % 30}", 1.0) for i in range(30)]
+            leiden.hierarchical_leiden([f"n{i}" for i in range(30)], edges, CommunitySettings(max_cluster_size=5))
     finally:
         threads.configure(old)
     assert seen == {"embed": {limit}, "bm25": {limit}, "leiden": {limit}}

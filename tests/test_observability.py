@@ -356,3 +356,98 @@ def test_sigterm_lets_a_request_in_flight_finish(data_dir: Path) -> None:
     finished = [i for i, r in enumerate(records) if r.get("request_id") == "slow-1"]
     shutdown = [i for i, r in enumerate(records) if r["msg"] == "Application shutdown complete."]
     assert finished and shutdown and finished[0] < shutdown[0]  # the engine closed after the request was answered
+
+
+# -- several server processes ---------------------------------------------------------------------------------
+def _worker_pids(supervisor: int) -> set[int]:
+    pids: set[int] = set()
+    for task in Path(f"/proc/{supervisor}/task").iterdir():
+        pids |= {int(p) for p in (task / "children").read_text().split()}
+    cmdlines = {p: Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace") for p in pids}
+    return {p for p, c in cmdlines.items() if "spawn_main" in c and "resource_tracker" not in c}
+
+
+def _parse(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+@pytest.mark.slow
+def test_two_worker_processes_serve_one_sum_of_metrics_and_both_reload(tmp_path: Path) -> None:
+    """`strata serve --workers 2`: two processes answer, /metrics (reached by either) counts every request of
+    both, and a newly published generation is served by both without a restart."""
+    shutil.copytree(ROOT / "samples" / "infra-notes", tmp_path / "notes")
+    data = tmp_path / "data"
+    index_folder(tmp_path / "notes", make_settings(data))
+    port = free_port()
+    env = {**os.environ, "STRATA_EXTRACTION__MODE": "offline", "STRATA_INDEX__RELOAD_POLL_S": "0.2",
+           "PYTHONPATH": str(ROOT)}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.pop("STRATA_WORKER_METRICS_DIR", None)
+    proc = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--workers", "2",
+                             "--data-dir", str(data)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+
+    def generations(n: int) -> set[int]:  # n requests, each on a connection of its own
+        return {httpx.get(f"{base}/v1/ready", timeout=5).json()["index_generation"] for _ in range(n)}
+
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if all(httpx.get(f"{base}/v1/ready", timeout=1).status_code == 200 for _ in range(8)):
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not become ready"
+            time.sleep(0.2)
+        workers = _worker_pids(proc.pid)
+        assert len(workers) == 2
+        for i in range(30):
+            r = httpx.post(f"{base}/v1/memory/query", json={**QUERY, "query_id": f"q{i}"}, timeout=10)
+            assert r.status_code == 200 and r.json()["query_id"] == f"q{i}"
+        key = ("strata_http_requests_total", (("method", "POST"), ("route", "/v1/memory/query"), ("status", "200")))
+        def lookups(samples: dict) -> float:  # type: ignore[type-arg]
+            return sum(v for (name, labels), v in samples.items() if dict(labels).get("kind") == "memory"
+                       and name in ("strata_query_cache_hits_total", "strata_query_cache_misses_total"))
+
+        deadline = time.monotonic() + 30
+        while True:  # a request is counted just after its answer is sent, and another process's engine and cache
+            # figures are those it published last (every second): wait for the last request's
+            samples = _parse(httpx.get(f"{base}/metrics", timeout=5).text)
+            if (samples[key] == 30 and lookups(samples) == 30) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        time.sleep(1.2)  # both processes have published since
+        for _ in range(8):  # whichever process answers the scrape (each on a fresh connection) ...
+            samples = _parse(httpx.get(f"{base}/metrics", timeout=5).text)
+            assert samples[key] == 30  # ... counts both processes' requests
+            # ... and shows each process's own engine and cache, labelled with its pid
+            assert {int(dict(labels)["pid"]) for name, labels in samples if name == "strata_index_generation"} == workers
+            assert lookups(samples) == 30
+
+        (before,) = generations(1)
+        (tmp_path / "notes" / "new-note.md").write_text("The ledger-sync job retries on error LSX-4417.\n")
+        index_folder(tmp_path / "notes", make_settings(data))
+        deadline = time.monotonic() + 30
+        while generations(10) != {before + 1}:  # every one of ten fresh connections: both processes reloaded
+            assert time.monotonic() < deadline, "a worker process still serves the old generation"
+            time.sleep(0.2)
+        while True:  # and the metrics say so for each process (published every second)
+            samples = _parse(httpx.get(f"{base}/metrics", timeout=5).text)
+            served = {dict(labels)["pid"]: v for (name, labels), v in samples.items() if name == "strata_index_generation"}
+            if set(served.values()) == {before + 1}:
+                break
+            assert time.monotonic() < deadline, f"the metrics still show an old generation: {served}"
+            time.sleep(0.2)
+        assert _worker_pids(proc.pid) == workers  # reloaded in place, not restarted
+        hit = httpx.post(f"{base}/v1/memory/query", json={**QUERY, "search_text": "LSX-4417"}, timeout=10).json()
+        assert "LSX-4417" in hit["results"][0]["text"]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
