@@ -108,7 +108,9 @@ def _query_vector(index: ChunkIndex, question: str, given: np.ndarray | None) ->
         return np.asarray(given, np.float32)
     if index.embedder is None or index.vectors is None or not getattr(index.embedder, "semantic", False):
         return None
-    return index.embedder.embed([question])[0]
+    # As the dense search embeds it: models trained with query/passage prefixes (E5) embed queries their own way.
+    embed = getattr(index.embedder, "embed_queries", index.embedder.embed)
+    return embed([question])[0]
 
 
 def _chunk_cosines(index: ChunkIndex, chunk_ids: Sequence[str], qv: np.ndarray | None) -> dict[str, float]:

@@ -160,10 +160,15 @@ def configure_logging(settings: LogSettings, stream: Any = None, background: boo
     handler.set_name(_HANDLER_NAME)
     root.addHandler(handler)
     root.setLevel(settings.level)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    for name in ("uvicorn", "uvicorn.error"):
         # uvicorn's own handlers (when it configured any) would print its lines a second time, unformatted.
         logging.getLogger(name).handlers.clear()
         logging.getLogger(name).propagate = True
+    # Every request gets its one line from the API's telemetry; uvicorn writes its access line only when this
+    # logger reaches a handler (a server worker process configures logging after uvicorn did).
+    access = logging.getLogger("uvicorn.access")
+    access.handlers.clear()
+    access.propagate = False
     return handler
 
 

@@ -162,3 +162,26 @@ def test_a_local_answer_declines_a_question_the_corpus_does_not_cover(built) -> 
     assert not off.covered and not off.points and "does not seem to cover" in off.text and "'chocolate'" in off.text
     near = local_answer("Who raised the pool size on the billing-service yesterday?", forced("local"), index, 4, 2)
     assert near.covered and near.points and "Priya Raman" in near.text
+
+
+def test_the_answer_embeds_the_question_as_the_dense_search_does() -> None:
+    """A model with query and passage prefixes (E5) embeds a question as a query: the answer's closeness checks
+    use that vector, the one the dense search ranked with, not the passage embedding of the question."""
+    from retrieval.answer import _query_vector
+    from retrieval.embed import HashingEmbedder
+
+    class Prefixed(HashingEmbedder):
+        def __init__(self, dim: int) -> None:
+            super().__init__(dim)
+            self.semantic = True
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            return self.embed([f"query: {t}" for t in texts])
+
+    chunks = [Chunk(f"d{i}#0", f"d{i}", 0, text, 0, len(text), 4, f"d{i}.md", f"h{i}")
+              for i, text in enumerate(["billing service timeouts", "the ledger sync job"])]
+    index = ChunkIndex(RetrievalSettings(), embedder=Prefixed(64))
+    index.add(chunks)
+    got = _query_vector(index, "which job syncs the ledger", None)
+    assert np.allclose(got, index.embedder.embed(["query: which job syncs the ledger"])[0])
+    assert not np.allclose(got, index.embedder.embed(["which job syncs the ledger"])[0])

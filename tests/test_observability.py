@@ -384,9 +384,9 @@ def test_two_worker_processes_serve_one_sum_of_metrics_and_both_reload(tmp_path:
            "PYTHONPATH": str(ROOT)}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.pop("STRATA_WORKER_METRICS_DIR", None)
+    log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--workers", "2",
-                             "--data-dir", str(data)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                             "--data-dir", str(data)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
 
     def generations(n: int) -> set[int]:  # n requests, each on a connection of its own
@@ -451,3 +451,8 @@ def test_two_worker_processes_serve_one_sum_of_metrics_and_both_reload(tmp_path:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
+    lines = (tmp_path / "serve.log").read_text().splitlines()
+    # One line a request, from the API's telemetry, in the worker processes too (not uvicorn's access line).
+    assert sum("strata.request: POST /v1/memory/query 200" in line for line in lines) == 31
+    assert not any("uvicorn.access" in line for line in lines)
