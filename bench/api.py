@@ -21,7 +21,10 @@ Ends with one JSON line: for one server process ``rps_50``, ``p50_ms_50``, ``p99
 ``http_overhead_ratio`` (``rps_50 / inprocess_qps``: the share of in-process throughput one process keeps); for
 ``processes`` server processes (one per core, or ``--workers``) ``rps_50_processes``, ``p50_ms_50_processes``,
 ``p99_ms_50_processes`` and ``processes_over_inprocess`` (their rate over the one-thread in-process rate: not an
-overhead, since they use every core, which the in-process thread does not); ``cache_hit_p50_ms`` and ``cache_miss_p50_ms`` (one client),
+overhead, since they use every core, which the in-process thread does not); ``cpu_ms_per_request_50`` (the one
+server process's CPU per request at 50 clients); ``http_only_rps_50`` and ``http_only_cpu_ms_per_request`` (the
+peer for HTTP alone: one server process whose search returns the answer it computed for the same text before);
+``cache_hit_p50_ms`` and ``cache_miss_p50_ms`` (one client),
 ``cache_hit_p50_ms_50`` and ``cache_miss_p50_ms_50`` (50 clients), ``cache_hit_ratio`` and ``cache_hit_cost_ratio``
 (hit p50 over miss p50, one client).
 """
@@ -51,6 +54,11 @@ class LoadResult:
     errors: int
     seconds: float
     latencies_ms: tuple[float, ...]
+    server_cpu_s: float = float("nan")  # CPU time of the server's processes during the pass
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return self.server_cpu_s / self.requests * 1000 if self.requests else float("nan")
 
     @property
     def rps(self) -> float:
@@ -195,9 +203,27 @@ def _median(xs: list[float]) -> float:
     return xs[len(xs) // 2] if xs else float("nan")
 
 
-def _start_server(data: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int]:
+def _tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) of a process and its children (a server's worker processes), from /proc."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _start_server(data: Path, env: dict[str, str], stub: bool = False) -> tuple[subprocess.Popen, int]:
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)],
+    command = (["-m", "bench.api", "--serve-stub", str(port), str(data)] if stub else
+               ["-m", "strata.cli", "serve", "--port", str(port), "--data-dir", str(data)])
+    server = subprocess.Popen([sys.executable, *command],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # one log line a request
     ready = 0  # ready several times over fresh connections: each server process has loaded the index
     for _ in range(600):
@@ -248,6 +274,7 @@ def main() -> None:
                     help="server processes measured beside one (default: one per core)")
     ap.add_argument("--cache-requests", type=int, default=1200, help="requests of the 30%%-repeat cache workload")
     ap.add_argument("--drive", nargs=3, metavar=("PORT", "CLIENTS", "SECONDS"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve-stub", nargs=2, metavar=("PORT", "DATA"), help=argparse.SUPPRESS)
     ap.add_argument("--replay", nargs=3, metavar=("PORT", "CLIENTS", "REQUESTS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("STRATA_RETRIEVAL__EMBEDDER", "hashing")
@@ -256,6 +283,9 @@ def main() -> None:
         workload = [json.dumps(b).encode() for b in repeating_workload(int(args.replay[2]))]
         lat, hits, errors = asyncio.run(_replay("127.0.0.1", int(args.replay[0]), int(args.replay[1]), workload))
         print(json.dumps({"latencies_ms": lat, "hits": hits, "errors": errors}))
+        return
+    if args.serve_stub:  # a server whose search returns the answer it computed for the same text before
+        serve_stub(int(args.serve_stub[0]), Path(args.serve_stub[1]))
         return
     if args.drive:  # the load-generator process
         r = drive("127.0.0.1", int(args.drive[0]), int(args.drive[1]), float(args.drive[2]), bodies)
@@ -278,14 +308,17 @@ def main() -> None:
         passes[w] = load_passes(data, {**env, "STRATA_SERVER__WORKERS": str(w)}, args.clients, args.seconds)
         local.measure(args.seconds / 3)
     inprocess_qps, slices, retrieval = local.qps, local.slices, local.close()
+    stub = load_passes(data, {**env, "STRATA_SERVER__WORKERS": "1"}, [50], args.seconds, stub=True)[-1]
 
     print(f"SciFact ({retrieval}), {args.seconds:g} s per step; search_threads {settings.server.search_threads}")
     print(f"{'processes':>9} {'clients':>8} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'errors':>7} "
-          f"{'of in-proc':>10}")
-    for w, results in passes.items():
-        for r in results:
-            print(f"{w:>9} {r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} "
-                  f"{r.errors:>7} {r.rps / inprocess_qps:>10.2f}")
+          f"{'of in-proc':>10} {'cpu ms/req':>10}")
+    rows = [(str(w), r) for w, results in passes.items() for r in results] + [("1, stub", stub)]
+    for label, r in rows:
+        print(f"{label:>9} {r.clients:>8} {r.rps:>8.1f} {r.pct(0.5):>8.1f} {r.pct(0.95):>8.1f} {r.pct(0.99):>8.1f} "
+              f"{r.errors:>7} {r.rps / inprocess_qps:>10.2f} {r.cpu_ms_per_request:>10.3f}")
+    print(f"{'':>9} (stub: the search returns a stored answer, so what is left is HTTP: the server's CPU per "
+          "request is the cost of HTTP alone)")
     print(f"{'in-proc':>9} {'':>8} {inprocess_qps:>8.1f}   (Engine.query in one thread, no HTTP: median of "
           f"{len(slices)} slices, {min(slices):.0f}-{max(slices):.0f})")
 
@@ -306,6 +339,8 @@ def main() -> None:
                       "processes": max(layouts), "rps_50_processes": round(top.rps, 1),
                       "p50_ms_50_processes": round(top.pct(0.5), 1), "p99_ms_50_processes": round(top.pct(0.99), 1),
                       "processes_over_inprocess": round(top.rps / inprocess_qps, 3),
+                      "cpu_ms_per_request_50": round(single.cpu_ms_per_request, 3),
+                      "http_only_rps_50": round(stub.rps, 1), "http_only_cpu_ms_per_request": round(stub.cpu_ms_per_request, 3),
                       "cache_hit_p50_ms": round(one["hit_p50"], 2), "cache_miss_p50_ms": round(one["miss_p50"], 2),
                       "cache_hit_p50_ms_50": round(fifty["hit_p50"], 2),
                       "cache_miss_p50_ms_50": round(fifty["miss_p50"], 2),
@@ -313,22 +348,46 @@ def main() -> None:
                       "cache_hit_cost_ratio": round(one["hit_p50"] / one["miss_p50"], 3)}))
 
 
-def load_passes(data: Path, env: dict[str, str], clients: list[int], seconds: float) -> list[LoadResult]:
+def load_passes(data: Path, env: dict[str, str], clients: list[int], seconds: float,
+                stub: bool = False) -> list[LoadResult]:
     """A server as ``env`` configures it, driven by 1, then each of ``clients`` connections for ``seconds``
-    (after a 2 s warm-up at one client, not reported)."""
-    server, port = _start_server(data, env)
+    (after a 2 s warm-up at one client, not reported). ``stub``: the server's search returns the answer it
+    computed for the same text before (see ``--serve-stub``), so what is left is the cost of HTTP."""
+    server, port = _start_server(data, env, stub)
     try:
         results = []
         for n in [1] + clients:
+            cpu = _tree_cpu_s(server.pid)
             out = subprocess.run([sys.executable, "-m", "bench.api", "--drive", str(port), str(n),
                                   str(2.0 if not results else seconds)],
                                  capture_output=True, text=True, check=True, env=env).stdout
             d = json.loads(out)
-            results.append(LoadResult(d["clients"], d["requests"], d["errors"], d["seconds"], tuple(d["latencies_ms"])))
+            results.append(LoadResult(d["clients"], d["requests"], d["errors"], d["seconds"], tuple(d["latencies_ms"]),
+                                      _tree_cpu_s(server.pid) - cpu))
         return results[1:]
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def serve_stub(port: int, data: Path) -> None:
+    """``strata serve`` (one process, as configured) whose ``Engine.query`` answers a text it has seen with the
+    response it computed then: the request still goes through HTTP, the guard, validation, admission, telemetry
+    and serialization, but costs no search. The bench's peer for the cost of HTTP alone."""
+    from core.settings import StrataSettings
+    from strata.engine import Engine
+    from strata.serving import run_server
+
+    search, seen = Engine.query, {}
+
+    def stored(self, request):  # type: ignore[no-untyped-def]
+        key = request.model_dump_json(exclude={"query_id"})
+        if key not in seen:
+            seen[key] = search(self, request)
+        return seen[key].model_copy(update={"query_id": request.query_id})
+
+    Engine.query = stored  # type: ignore[method-assign]
+    run_server(StrataSettings(data_dir=data), "127.0.0.1", port)
 
 
 class InProcess:
