@@ -148,12 +148,14 @@ class TelemetryMiddleware:
     def __init__(self, app: ASGIApp, metrics: ApiMetrics, routes: Callable[[], Iterable[BaseRoute]]) -> None:
         self.app, self.metrics, self.routes = app, metrics, routes
 
-    def _route(self, scope: Scope) -> str:
+    def _route(self, scope: Scope, received: Scope) -> str:
+        """The template of the route that served the request. ``received``: the scope as it came in (routing
+        into a mount, the static assets', rewrites the root path in ``scope`` itself)."""
         route = scope.get("route")
         if route is None:  # refused before routing (a missing key): find the route it was meant for
             partial = None
             for candidate in self.routes():
-                match, _ = candidate.matches(scope)
+                match, _ = candidate.matches(received)
                 if match == Match.FULL:
                     route = candidate
                     break
@@ -184,13 +186,14 @@ class TelemetryMiddleware:
 
         m = self.metrics
         m.in_flight.inc()
+        received = dict(scope)
         start = time.perf_counter()
         try:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - start
             m.in_flight.dec()
-            route = self._route(scope)
+            route = self._route(scope, received)
             m.requests.labels(route, scope["method"], str(status)).inc()
             m.latency.labels(route).observe(seconds)
             if notes.rejected:

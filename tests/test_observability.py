@@ -75,7 +75,9 @@ def test_metrics_parse_and_move_with_traffic(data_dir: Path) -> None:
         assert c.post("/v1/memory/query", json={**QUERY, "search_text": "x" * 5000}).status_code == 422
         assert c.post("/v1/memory/query", content=b"{}", headers={"content-type": "text/plain"}).status_code == 415
         assert c.get("/v1/no-such-route").status_code == 404
+        assert c.get("/console/console.js").status_code == 200  # a static asset: counted under its mount
         after = scrape(c)
+    assert value(after, "strata_http_requests_total", route="/console", method="GET", status="200") == 1
     route = "/v1/memory/query"
     assert value(after, "strata_http_requests_total", route=route, method="POST", status="200") \
         - value(before, "strata_http_requests_total", route=route, method="POST", status="200") == 5
