@@ -174,9 +174,9 @@ class ServerSettings(BaseModel):
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
     workers: int = Field(
         1, ge=1, le=64, description="server processes; each loads the index once (memory grows with each) and has "
-                                    "its own query cache; /metrics sums their request metrics. On a machine of its "
-                                    "own, one per core serves about twice the memory queries of one process on two "
-                                    "cores")
+                                    "its own query cache; /metrics sums their request metrics. One per core on a machine "
+                                    "of its own: with BM25 alone, two processes served about twice the memory "
+                                    "queries of one on two cores (python -m bench.api)")
     metrics_open: bool = Field(
         False, description="serve GET /metrics without an API key (for a scraper inside a trusted network)")
     shutdown_grace_s: int = Field(

@@ -36,7 +36,8 @@ _process_limit: int | None = None  # set by configure(); applied to BLAS librari
 
 def configure(settings: ComputeSettings) -> None:
     """Make ``settings`` the process's compute settings (BLAS threads and worker threads), and limit BLAS to
-    ``blas_threads`` for the rest of the process, outside :func:`blas_limit` blocks too: a server's searches run
+    ``blas_threads`` for the rest of the process, outside :func:`blas_limit` blocks too (a BLAS library loaded
+    later gets the limit at the next block): a server's searches run
     matrix products on its own threads, and each unlimited product would leave an OpenBLAS thread spinning on
     the other core (measured: a whole core, while the server answered 50 clients)."""
     global _settings, _process_limit

@@ -386,6 +386,7 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         limiter.open()
+        serving.open()
         await asyncio.get_running_loop().run_in_executor(None, holder.load)
         try:
             yield

@@ -2,9 +2,10 @@
 
 :class:`TelemetryMiddleware` wraps the whole app. Each request gets an id (the caller's ``X-Request-ID`` when it
 is a plain token, else a fresh one), echoed in the ``X-Request-ID`` response header and carried by every log
-line written while the request runs (a cacheable request also gets ``X-Cache: hit`` or ``miss``); when it ends, one line (``strata.request``: method, route, status,
-milliseconds, cache, generation; never the body) is logged and the metrics are updated. Metrics live in a
-registry of the app's own (two apps in one process never share counters):
+line written while the request runs (a cacheable request also gets ``X-Cache: hit`` or ``miss``); when it ends,
+one line (``strata.request``: method, route, status, milliseconds, the client's address, cache, generation; never
+the body) is logged and the metrics are updated. Metrics live in a registry of the app's own (two apps in one
+process never share counters; the processes of one server share theirs, see :class:`ApiMetrics`):
 
 * ``strata_http_requests_total{route,method,status}``, ``strata_http_request_duration_seconds{route}``
   (a histogram), ``strata_http_requests_in_flight``, ``strata_http_rejected_total{reason}`` (auth, body size,
@@ -200,6 +201,8 @@ class TelemetryMiddleware:
                 m.rejected.labels(notes.rejected).inc()
             fields: dict[str, Any] = {"event": "request", "method": scope["method"], "route": route,
                                       "path": scope["path"][:256], "status": status, "ms": round(seconds * 1000, 2)}
+            if scope.get("client"):  # the peer's address, as uvicorn's access line had it
+                fields["client"] = str(scope["client"][0])
             if notes.cache:
                 fields["cache"] = notes.cache
             if notes.generation is not None:
@@ -226,18 +229,16 @@ class ServingCollector:
     reaches one of them. Each process therefore writes its own figures, labelled with its ``pid``, to
     ``serving-<pid>.prom`` in the shared folder every ``publish_s`` seconds, and the process answering a scrape
     adds those of the other live processes to its own: every scrape shows every process (a process still on an
-    old generation included), and each series stays one process's (sum the cache counters by ``kind``)."""
+    old generation included), and each series stays one process's (in queries: ``sum by (kind) (rate(...))``)."""
 
     def __init__(self, engine: Callable[[], Any], cache: QueryCache | None, data_dir: Path,
                  shared_dir: str | None = None, publish_s: float = 1.0) -> None:
         self.engine, self.cache, self.data_dir = engine, cache, Path(data_dir)
         self.shared = Path(shared_dir) if shared_dir else None
+        self.publish_s = publish_s
         self.pid = os.getpid()
         self._stop = threading.Event()
-        if self.shared is not None:
-            self._publish()
-            threading.Thread(target=self._publish_every, args=(publish_s,), name="strata-metrics-publish",
-                             daemon=True).start()
+        self._thread: threading.Thread | None = None
 
     def describe(self) -> list["Metric"]:
         return []  # nothing to check at registration: these names are the collector's alone
@@ -249,9 +250,21 @@ class ServingCollector:
             yield from _merged([*self.process_families(), *self._other_processes()])
         yield from read_index_metrics(self.data_dir)
 
+    def open(self) -> None:
+        """The app starts serving: with several processes, publish this one's figures from now on."""
+        if self.shared is None or self._thread is not None:
+            return
+        self._stop.clear()
+        self._publish_safely()
+        self._thread = threading.Thread(target=self._publish_every, name="strata-metrics-publish", daemon=True)
+        self._thread.start()
+
     def close(self) -> None:
         """This process stops serving: its figures leave the other processes' scrapes."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)  # a publish under way ends before the file goes
+            self._thread = None
         if self.shared is not None:
             self._path(self.pid).unlink(missing_ok=True)
 
@@ -325,28 +338,54 @@ class ServingCollector:
         tmp.write_bytes(generate_latest(registry))
         tmp.replace(self._path(self.pid))  # whole files only: a reader never sees half of one
 
-    def _publish_every(self, seconds: float) -> None:
-        while not self._stop.wait(seconds):
-            try:
-                self._publish()
-            except Exception:  # noqa: BLE001  (a figure that cannot be read now is published next time)
-                log_event(access_log, "could not publish this process's serving metrics", logging.WARNING)
+    def _publish_safely(self) -> None:
+        try:
+            self._publish()
+        except Exception as exc:  # noqa: BLE001  (a figure that cannot be written now is written next time)
+            log_event(access_log, f"could not publish this process's serving metrics: {exc}", logging.WARNING)
+
+    def _publish_every(self) -> None:
+        while not self._stop.wait(self.publish_s):
+            self._publish_safely()
 
     def _other_processes(self) -> Iterator["Metric"]:
+        """The figures the server's other live processes published lately. A process gone without closing
+        (killed) leaves its files: they are removed, its in-flight gauge with them; a process that has not
+        published for five intervals (hung) is left out until it does."""
+        from prometheus_client.multiprocess import mark_process_dead
         from prometheus_client.parser import text_string_to_metric_families
 
         assert self.shared is not None
+        now = time.time()
         for path in self.shared.glob("serving-*.prom"):
-            pid = int(path.stem.removeprefix("serving-"))
-            if pid == self.pid:
-                continue
-            if not pid_alive(pid):  # ended without closing (killed): its figures are gone with it
-                path.unlink(missing_ok=True)
-                continue
             try:
-                yield from text_string_to_metric_families(path.read_text(encoding="utf-8"))
+                pid = int(path.stem.removeprefix("serving-"))
+                if pid == self.pid:
+                    continue
+                if not _sibling(pid):
+                    path.unlink(missing_ok=True)
+                    mark_process_dead(pid, str(self.shared))
+                    continue
+                if now - path.stat().st_mtime > 5 * self.publish_s:
+                    continue
+                text = path.read_text(encoding="utf-8")
             except (OSError, ValueError):
                 continue
+            try:
+                yield from text_string_to_metric_families(text)
+            except ValueError:
+                continue
+
+
+def _sibling(pid: int) -> bool:
+    """Whether ``pid`` is a live process started by the same parent as this one (another worker of this
+    server, not a process that reused a dead worker's id)."""
+    if not pid_alive(pid):
+        return False
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getppid()
+    except (OSError, ValueError, IndexError):
+        return True  # no /proc to tell: alive is the best there is
 
 
 class _Families:

@@ -73,6 +73,7 @@ def test_gelu_matches_exact_erf() -> None:
 def test_blas_limit_really_limits_threads() -> None:
     import numpy  # noqa: F401  (BLAS loaded)
 
+    threads._blas_controller()  # a library loaded since configure() gets the process's limit now, not mid-test
     before = _blas_threads()
     assert before, "no BLAS library found"
     with threads.blas_limit(1) as n:

@@ -153,6 +153,7 @@ def test_one_json_line_per_request_with_its_id_and_no_query_text(data_dir: Path,
     first = requests[0]
     assert first["route"] == "/v1/memory/query" and first["status"] == 200 and first["cache"] == "miss"
     assert first["generation"] == 1 and first["ms"] > 0 and first["level"] == "info"
+    assert first["client"] == "testclient"  # the peer's address (TestClient's)
     assert requests[1]["cache"] == "hit"
     text = json_log.getvalue()
     assert "zebra" not in text and KEY not in text
@@ -458,3 +459,33 @@ def test_two_worker_processes_serve_one_sum_of_metrics_and_both_reload(tmp_path:
     # One line a request, from the API's telemetry, in the worker processes too (not uvicorn's access line).
     assert sum("strata.request: POST /v1/memory/query 200" in line for line in lines) == 31
     assert not any("uvicorn.access" in line for line in lines)
+
+
+def test_figures_of_a_killed_or_hung_worker_leave_the_scrape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker killed without closing leaves its files: the next scrape removes them (its in-flight gauge
+    included); a worker that has not published for five intervals is left out until it does."""
+    import strata.telemetry as telemetry
+
+    shared = tmp_path / "metrics"
+    shared.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    hung = os.getpid() + 1_000_000  # any id: which processes count as siblings is decided below
+
+    def published(pid: int) -> Path:
+        path = shared / f"serving-{pid}.prom"
+        path.write_text(f'# TYPE strata_index_generation gauge\nstrata_index_generation{{pid="{pid}"}} 1.0\n')
+        return path
+
+    published(gone.pid)
+    (shared / f"gauge_livesum_{gone.pid}.db").write_bytes(b"")
+    old = published(hung)
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    fresh = published(hung + 1)
+    monkeypatch.setattr(telemetry, "_sibling", lambda pid: pid != gone.pid)
+    collector = telemetry.ServingCollector(lambda: None, None, tmp_path, str(shared), publish_s=1.0)
+    pids = {s.labels.get("pid") for f in collector.collect() for s in f.samples if f.name == "strata_index_generation"}
+    assert pids == {str(hung + 1)}
+    assert not (shared / f"serving-{gone.pid}.prom").exists()
+    assert not (shared / f"gauge_livesum_{gone.pid}.db").exists()
+    assert old.exists() and fresh.exists()  # a hung worker may still come back
