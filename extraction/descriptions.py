@@ -27,9 +27,9 @@ def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, set
     prompt = load_prompt("merge_descriptions", settings.llm.prompts_dir)
 
     def merged(e: Entity) -> Entity:
-        parts = description_parts(e)
-        if len(parts) < settings.llm.merge_descriptions_over:
+        if not needs_merge(e, settings):  # the one rule, which stage_merge also uses to pick what to dispatch
             return e
+        parts = description_parts(e)
         try:
             text = client.complete("merge", [{"role": "user", "content": prompt.render(
                 name=e.name, descriptions="\n".join(f"- {p}" for p in parts))}]).strip()

@@ -332,10 +332,8 @@ class ServingCollector:
         return self.shared / f"serving-{pid}.prom"
 
     def _publish(self) -> None:
-        registry = CollectorRegistry(auto_describe=False)
-        registry.register(_Families(self.process_families))
         tmp = self._path(self.pid).with_suffix(".tmp")
-        tmp.write_bytes(generate_latest(registry))
+        tmp.write_bytes(generate_latest(_Families(self.process_families)))  # any collector renders, no registry
         tmp.replace(self._path(self.pid))  # whole files only: a reader never sees half of one
 
     def _publish_safely(self) -> None:
