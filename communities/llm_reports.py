@@ -39,6 +39,7 @@ def parse_report(text: str) -> _Report:
 
 
 FALLBACK_MODE = "fallback"
+REPORT_MAX_TOKENS = 800  # a title, a summary and up to five findings; a runaway report is cut here
 
 
 class LLMReportWriter:
@@ -96,11 +97,8 @@ class LLMReportWriter:
         allowed = set(ctx.chunk_ids)
         messages = [{"role": "user", "content": self.prompt.render(context=context, chunk_ids=", ".join(cited) or "(none)")}]
         try:
-            try:
-                parsed = self.client.complete("report", messages, json_mode=True, parse=parse_report)
-            except ParseFailure as f:
-                messages += [{"role": "assistant", "content": f.text}, {"role": "user", "content": self.repair.render(error=f.error)}]
-                parsed = self.client.complete("report", messages, json_mode=True, parse=parse_report)
+            parsed = self.client.complete_json("report", messages, _Report, repair=self.repair,
+                                               max_tokens=REPORT_MAX_TOKENS, what="report schema")
         except (ParseFailure, LLMError) as exc:
             reason = f"{type(exc).__name__}: {exc}"[:500]
             self.failures.append((ctx.community.id, reason))

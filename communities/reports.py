@@ -2,8 +2,8 @@
 
 An extractive report quotes the community's most central whole sentences exactly as they stand in its source
 passages (each finding cites its chunk and the sentence's offsets in it), and takes its title from its main
-entity and its most distinctive words. Reports are written bottom-up (deepest
-level first), so a parent can lean on its children's reports.
+entities and what links them, in words (:mod:`communities.titles`). Reports are written bottom-up (deepest
+level first), so a parent can lean on its children's reports; no two reports share a title.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import numpy as np
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
+from communities.titles import extractive_title, title_worthy, unique_titles
 from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
 
@@ -60,7 +61,7 @@ class ExtractiveReportWriter:
     kept): the candidates are the whole sentences of the community's source passages; their centrality is
     LexRank over TF-IDF similarity (IDF from all chunks), weighted towards sentences that name the community's
     members (by their degree); MMR picks ``report_max_findings`` of them without repeating one another. The
-    title names the main entity and the community's most distinctive words. Without chunks (or when no
+    title names the main entities and what links them (:func:`communities.titles.extractive_title`). Without chunks (or when no
     passage has a whole sentence) the findings come from the graph's relation and entity descriptions.
     """
 
@@ -109,11 +110,11 @@ class ExtractiveReportWriter:
         names = [normalized(e.name) for e in ranked]
         texts = [s.text for s in candidates] or [f.text for f in findings]
         terms = key_terms(texts, self.idf, exclude=names, k=5)
-        if terms:
-            title = f"{main}: " + _join_names(terms[:3])
-        else:
-            title = _join_names(names[:2]) if names else ctx.community.id
         types = Counter(e.type for e in ctx.entities)
+        kind = types.most_common(1)[0][0].replace("_", " ") if types else "unnamed"
+        about = [t for t in terms if title_worthy(t)][:2]
+        title = extractive_title(ranked, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities"
+                                 + (f" about {_join_names(about)}" if about else ""))
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
         others = [n for n in names[1:4] if n != main]
         summary = (
@@ -212,10 +213,20 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
             children.setdefault(c.parent_id, []).append(c.id)
     written = 0
     retried: set[str] = set()
+    contexts: dict[str, CommunityContext] = {}
+    final: set[str] = set()  # reports whose titles stand: deeper levels', and those kept unchanged
+
+    def members(community_id: str) -> list[str]:
+        ctx = contexts[community_id]
+        deg = ctx.degree()
+        ranked = sorted(ctx.entities, key=lambda e: (-deg[e.id], -len(e.chunk_ids), e.name))
+        return [e.name for e in ranked if title_worthy(e.name)]
+
     for level in sorted({c.level for c in communities}, reverse=True):
         todo: list[tuple[Community, CommunityContext, dict]] = []  # type: ignore[type-arg]
         for c in sorted((c for c in communities if c.level == level), key=lambda c: c.id):
             ctx = index.context(c)
+            contexts[c.id] = ctx
             manifest = inputs_manifest(ctx)
             fp = fingerprint(ctx, manifest)
             prior = old.get(c.id)
@@ -234,6 +245,7 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
                 done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
             elif keep:
                 done[c.id] = prior  # type: ignore[assignment]
+                final.add(c.id)
             else:
                 todo.append((c, ctx, manifest))
                 continue
@@ -255,4 +267,7 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
         for (c, _, manifest), report in zip(todo, reports):
             done[c.id] = replace(report, inputs=json.dumps(manifest, sort_keys=True))
             written += 1
+        for cid, title in unique_titles(list(done.values()), members, final).items():
+            done[cid] = replace(done[cid], title=title, inputs=done[cid].inputs)
+        final.update(done)
     return [done[c.id] for c in communities], written

@@ -45,6 +45,7 @@ like know think going let way yes don't can't won't it's i'm i've you're we're t
 """.split())
 STOP = frozenset(COMMON_WORDS | _EXTRA_STOP)
 MIN_WORDS = 4
+_CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af]")
 MAX_CHARS = 700
 
 
@@ -85,8 +86,8 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
         last = i == len(spans) - 1
         if not _TERMINAL.search(unit) and (not item or last):
             continue
-        if len(_WORD.findall(unit)) < MIN_WORDS:
-            continue
+        if len(_WORD.findall(unit)) < MIN_WORDS and len(_CJK.findall(unit)) < 2 * MIN_WORDS:
+            continue  # (Chinese, Japanese and Korean are written without spaces: counted by characters)
         out.append((s, e))
     return out
 

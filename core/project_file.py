@@ -1,5 +1,5 @@
-"""The project file (``strata.toml``): where it is found, how it is read, how ``strata init`` writes it, and
-where each effective setting came from.
+"""The project file (``strata.toml``): how ``strata init`` writes it, and where each effective setting came from
+(where it is found and how it is read as a settings source is core/project_source.py, below the settings).
 
 Settings are read from, highest first: command-line flags, ``STRATA_*`` environment variables, ``.env`` in the
 current folder, then the project file: ``strata.toml`` in the current folder, or the file named by ``--config``
@@ -13,107 +13,21 @@ current default and cannot drift from the code.
 
 from __future__ import annotations
 
-import difflib
 import json
-import os
 import textwrap
-import tomllib
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, SecretStr
-from pydantic_settings import BaseSettings, DotEnvSettingsSource, EnvSettingsSource, TomlConfigSettingsSource
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, EnvSettingsSource
 
-PROJECT_FILE_NAME = "strata.toml"
-CONFIG_ENV = "STRATA_CONFIG"
+from core.project_source import PROJECT_FILE_NAME, ProjectFileSource, project_file_path, section_model
+from core.settings import StrataSettings, env_name
+
 MASK = "********"
 
 Origin = Literal["default", "project file", ".env", "environment", "flag"]
-
-
-def project_file_path() -> Path | None:
-    """The project file in use: ``$STRATA_CONFIG`` when set (it must exist), else ``./strata.toml`` if present."""
-    given = os.environ.get(CONFIG_ENV)
-    if given:
-        path = Path(given).expanduser()
-        if not path.is_file():
-            raise ValueError(f"project file {given} (--config / {CONFIG_ENV}): no such file; "
-                             "write one with `strata init`")
-        return path
-    here = Path(PROJECT_FILE_NAME)
-    return here if here.is_file() else None
-
-
-def _section(annotation: Any) -> type[BaseModel] | None:
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-
-
-def _is_path(annotation: Any) -> bool:
-    if annotation is Path:
-        return True
-    return get_origin(annotation) in (typing.Union, types.UnionType) and Path in get_args(annotation)
-
-
-def _dotted_keys(model: type[BaseModel], prefix: tuple[str, ...] = ()) -> list[str]:
-    out = []
-    for name, info in model.model_fields.items():
-        sub = _section(info.annotation)
-        out += _dotted_keys(sub, (*prefix, name)) if sub is not None else [".".join((*prefix, name))]
-    return out
-
-
-def _closest(dotted: str) -> str | None:
-    """The known setting nearest to a misspelled one, comparing whole names and the last part alone."""
-    from core.settings import StrataSettings
-
-    best, score = None, 0.6
-    for known in _dotted_keys(StrataSettings):
-        s = max(difflib.SequenceMatcher(None, dotted, known).ratio(),
-                difflib.SequenceMatcher(None, dotted.rsplit(".", 1)[-1], known.rsplit(".", 1)[-1]).ratio())
-        if s > score:
-            best, score = known, s
-    return best
-
-
-def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, file: Path,
-                      prefix: tuple[str, ...] = ()) -> dict[str, Any]:
-    """``data`` with relative paths made relative to ``base``; unknown keys raise a ValueError naming them."""
-    fields = model.model_fields
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if key not in fields:
-            dotted = ".".join((*prefix, key))
-            close = _closest(dotted)
-            raise ValueError(f"project file {file}: unknown setting '{dotted}'"
-                             + (f" (did you mean '{close}'?)" if close else ""))
-        annotation = fields[key].annotation
-        sub = _section(annotation)
-        if sub is not None and isinstance(value, dict):
-            out[key] = _check_and_anchor(sub, value, base, file, (*prefix, key))
-        elif _is_path(annotation) and isinstance(value, str) and not Path(value).expanduser().is_absolute():
-            out[key] = str(base / value)
-        else:
-            out[key] = value
-    return out
-
-
-class ProjectFileSource(TomlConfigSettingsSource):
-    """The project file as a settings source (lowest priority above the defaults)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], path: Path | None = None) -> None:
-        self._model = settings_cls
-        self.path = path
-        super().__init__(settings_cls, toml_file=path)
-
-    def _read_file(self, file_path: Any) -> dict[str, Any]:
-        try:
-            data = super()._read_file(file_path)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"project file {file_path}: not valid TOML ({exc})") from exc
-        return _check_and_anchor(self._model, data, Path(file_path).parent, Path(file_path))
 
 
 def settings_sources(settings_cls: type[BaseSettings]) -> list[tuple[Origin, Any]]:
@@ -167,8 +81,6 @@ def _provides(data: Any, loc: tuple[str, ...]) -> bool:
 
 def effective_settings(flags: dict[str, Any] | None = None) -> tuple[BaseSettings, list[SettingValue]]:
     """The settings built from ``flags`` and every source, and each leaf setting with its origin."""
-    from core.settings import StrataSettings, env_name
-
     flags = flags or {}
     settings = StrataSettings(**flags)
     raw: list[tuple[Origin, dict[str, Any]]] = [("flag", flags)]
@@ -210,8 +122,6 @@ def _hint(annotation: Any, metadata: list[Any]) -> str:
 
 def render_project_file() -> str:
     """The commented ``strata.toml`` ``strata init`` writes: every setting with its default."""
-    from core.settings import StrataSettings, env_name
-
     defaults = StrataSettings.model_construct()
     lines = [
         "# Strata project file, written by `strata init`. Every setting is listed with its default;",
@@ -225,7 +135,7 @@ def render_project_file() -> str:
 
     def field_lines(model: type[BaseModel], instance: Any, prefix: tuple[str, ...], active: set[str]) -> None:
         for name, info in model.model_fields.items():
-            if _section(info.annotation) is not None:
+            if section_model(info.annotation) is not None:
                 continue
             loc = (*prefix, name)
             notes = [n for n in (info.description, _hint(info.annotation, info.metadata)) if n]
@@ -241,7 +151,7 @@ def render_project_file() -> str:
 
     field_lines(StrataSettings, defaults, (), active={"data_dir"})
     for name, info in StrataSettings.model_fields.items():
-        sub = _section(info.annotation)
+        sub = section_model(info.annotation)
         if sub is None:
             continue
         doc = " ".join((sub.__doc__ or "").strip().split("\n\n")[0].split())

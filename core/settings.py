@@ -38,9 +38,9 @@ class ExtractionSettings(BaseModel):
     relation_max_words: int = Field(12, ge=1, description="words kept between two entities as a relation's description")
     max_entities_per_sentence: int = Field(8, ge=2, description="sentences with more entities link only neighbours")
     entity_types: list[str] = Field(
-        default_factory=lambda: ["person", "organization", "service", "database", "error_code", "config_key",
-                                 "identifier", "version", "location", "concept"]
-    )
+        default_factory=list, description="entity types the LLM extracts; empty: chosen per passage (people, places, "
+                                          "organizations and events for prose; services, errors, settings, "
+                                          "people and organizations for technical notes)")
     gleanings: int = Field(0, ge=0, le=5)
     description_max_chars: int = Field(600, ge=50)
 
@@ -52,13 +52,23 @@ class LLMSettings(BaseModel):
     api_key: SecretStr | None = None
     model: str = "gpt-4o-mini"
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(1500, ge=16)
-    request_timeout_s: float = Field(60.0, gt=0)
+    max_tokens: int = Field(1500, ge=16, description="the most output tokens of any call (each kind of call asks "
+                                                    "for fewer, sized to its answer, so a runaway answer is cut)")
+    request_timeout_s: float | None = Field(
+        None, gt=0, description="seconds a call may take; None: 600 for an endpoint on this machine (a local model "
+                                "is slow), 60 otherwise")
     max_concurrency: int = Field(4, ge=1, le=256)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
     max_retries: int = Field(5, ge=0, le=20)
     json_mode: bool = True
+    structured_output: Literal["auto", "json_schema", "json_object_schema", "json_object", "none"] = Field(
+        "auto", description="how a JSON schema is asked for: json_schema (OpenAI), json_object_schema "
+                            "(llama-cpp-python's server), json_object (JSON without a schema), none; auto starts "
+                            "with json_schema and moves down when the endpoint rejects a form")
+    context_tokens: int | None = Field(
+        None, ge=512, description="the model's context window; None: read from the endpoint's /v1/models when it "
+                                  "says. LLM-mode chunks are sized to fit it")
     price_input_per_1k: float = Field(0.00015, ge=0, description="USD per 1,000 input tokens, for estimates")
     price_output_per_1k: float = Field(0.0006, ge=0, description="USD per 1,000 output tokens, for estimates")
     output_ratio: float = Field(0.6, gt=0, description="expected extraction output tokens per input chunk token")
@@ -68,6 +78,21 @@ class LLMSettings(BaseModel):
     @property
     def configured(self) -> bool:
         return bool(self.base_url or self.api_key)
+
+    @property
+    def local(self) -> bool:
+        """Whether the endpoint runs on this machine (a loopback address)."""
+        from urllib.parse import urlparse
+
+        host = urlparse(self.base_url or "").hostname or ""
+        return host in ("localhost", "::1") or host.startswith("127.")
+
+    @property
+    def timeout_s(self) -> float:
+        """The request timeout in effect (see ``request_timeout_s``)."""
+        if self.request_timeout_s is not None:
+            return self.request_timeout_s
+        return 600.0 if self.local else 60.0
 
 
 class StoreSettings(BaseModel):
@@ -134,16 +159,25 @@ class RetrievalSettings(BaseModel):
     rerank_overlap_weight: float = Field(0.5, ge=0)
     rerank_phrase_weight: float = Field(0.5, ge=0)
     hnsw_threshold: int = Field(50_000, ge=1, description="rows above which dense search uses an HNSW graph")
-    candidate_multiplier: int = Field(4, ge=1, le=100)
+    candidate_pool: int = Field(
+        200, ge=10, le=1000, description="candidates each ranked list offers to fusion, whatever top_k is (so the "
+                                         "first k results are the same for any larger top_k); a top_k above it "
+                                         "takes the rest from lists 1,000 deep. SciFact's adaptive default: 0.7197 "
+                                         "at 100, 0.724 at 200 and 400")
+    graph_weight: float = Field(
+        1.0, ge=0, description="weight of the graph walk's list in the default ranking when the question names "
+                               "entities the index knows (it gets none when the question names none)")
+    graph_damping: float = Field(0.5, gt=0, lt=1, description="personalized PageRank: probability of following an "
+                                                              "edge at each step (else back to a seed)")
     top_k: int = Field(8, ge=1, le=1000)
     answer_sentences: int = Field(4, ge=1, le=20)
     global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
     global_reports: int = Field(8, ge=1, le=200)
     route_confidence_threshold: float = Field(
-        0.89, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
+        0.87, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
                                       "community reports) and an LLM, when configured, is asked to classify; the "
-                                      "default keeps the both-sides share at or below 9% of the router's "
-                                      "development split (python -m retrieval.router_train)")
+                                      "default keeps the both-sides share at or below 9% of the router's training "
+                                      "split, out of fold (python -m retrieval.router_train)")
 
 
 class ServerSettings(BaseModel):
@@ -247,8 +281,8 @@ class StrataSettings(BaseSettings):
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,  # type: ignore[no-untyped-def,override]
                                    file_secret_settings):
         """Highest first: arguments (the CLI's flags), ``STRATA_*`` variables, ``.env``, the project file
-        (``strata.toml`` here or ``--config``; see core/project_file.py)."""
-        from core.project_file import ProjectFileSource, project_file_path
+        (``strata.toml`` here or ``--config``; see core/project_source.py)."""
+        from core.project_source import ProjectFileSource, project_file_path
 
         return init_settings, env_settings, dotenv_settings, ProjectFileSource(settings_cls, project_file_path())
 
@@ -282,7 +316,7 @@ ENV_PREFIX = "STRATA_"
 ENV_DELIMITER = "__"
 # STRATA_* variables read by the test suite and benchmarks rather than by the settings.
 OTHER_ENV_NAMES = frozenset({"STRATA_REQUIRE_NEO4J", "STRATA_REQUIRE_BROWSER", "STRATA_FORBID_SKIPS", "STRATA_SHARED_DATA",
-                             "STRATA_CONFIG", "STRATA_WORKER_METRICS_DIR"})
+                             "STRATA_CONFIG", "STRATA_WORKER_METRICS_DIR", "STRATA_TEST_LLM_URL", "STRATA_REQUIRE_LLM"})
 # STRATA_CONFIG: the project file (core/project_file.py); STRATA_WORKER_METRICS_DIR: set by `strata serve --workers N`
 # for its worker processes (strata/telemetry.py).
 

@@ -20,10 +20,6 @@ def token_spans(text: str) -> list[tuple[int, int]]:
     return [m.span() for m in _TOKEN.finditer(text)]
 
 
-def count_tokens(text: str) -> int:
-    return sum(1 for _ in _TOKEN.finditer(text))
-
-
 def chunk_id(document_id: str, ordinal: int) -> str:
     return f"{document_id}#{ordinal:04d}"
 

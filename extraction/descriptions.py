@@ -1,4 +1,5 @@
-"""Description merging in LLM mode: an entity seen with several descriptions gets one merged description."""
+"""Description merging in LLM mode: an entity seen with several descriptions gets one merged description,
+asked for as a JSON object ``{"description": ...}`` (structured output)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Sequence
 
-from extraction.llm_client import LLMClient, LLMError
+from pydantic import BaseModel
+
+from extraction.llm_client import LLMClient, LLMError, ParseFailure
 from prompts import load_prompt
 from core.records import Entity
 from core.settings import StrataSettings
+
+
+MERGE_MAX_TOKENS = 250  # 80 words in a JSON object
+
+
+class _Merged(BaseModel):
+    description: str
 
 
 def description_parts(e: Entity) -> list[str]:
@@ -31,9 +41,10 @@ def merge_entity_descriptions(entities: Sequence[Entity], client: LLMClient, set
             return e
         parts = description_parts(e)
         try:
-            text = client.complete("merge", [{"role": "user", "content": prompt.render(
-                name=e.name, descriptions="\n".join(f"- {p}" for p in parts))}]).strip()
-        except LLMError:
+            text = client.complete_json("merge", [{"role": "user", "content": prompt.render(
+                name=e.name, descriptions="\n".join(f"- {p}" for p in parts))}], _Merged,
+                max_tokens=MERGE_MAX_TOKENS, what="merge schema").description.strip()
+        except (LLMError, ParseFailure):
             text = ""
         return replace(e, description=text[: settings.extraction.description_max_chars]) if text else e
 

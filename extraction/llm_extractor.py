@@ -1,20 +1,26 @@
-"""Entity and relation extraction with an LLM: JSON answers validated against a schema, one repair round,
-optional gleaning rounds, chunks processed concurrently under the client's concurrency limit.
+"""Entity and relation extraction with an LLM: JSON answers asked for with a schema (structured output) and
+validated against it, one repair round, optional gleaning rounds, chunks processed concurrently under the
+client's concurrency limit. The entity types asked for follow the passage's genre (extraction/genre.py) unless
+set; the prompt's worked example matches the genre, and an entity named in the example but not in the passage
+is dropped (counted in ``leaked``), so the example's words never become part of the graph.
 
 A chunk whose answer still cannot be used is returned as a failure (for the ledger), never silently dropped.
 """
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
 from extraction.ledger import ChunkFailure
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, parse_json_object
+from extraction.genre import entity_types_for
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
-from prompts import load_prompt
+from prompts import PromptError, load_prompt
 from core.records import Chunk
 from core.settings import ExtractionSettings
 
@@ -54,6 +60,31 @@ def _merge(into: _Payload, more: _Payload) -> _Payload:
     return _Payload(entities=ents, relationships=rels)
 
 
+@dataclass(frozen=True, slots=True)
+class Example:
+    """A worked example, shown as an earlier turn of the conversation: a passage and its answer."""
+
+    passage: str
+    answer: str
+    names: frozenset[str]  # casefolded entity names of the answer: they must never come back as entities
+
+
+def parse_example(text: str) -> Example:
+    """An example prompt file's body: the passage, a line ``---``, the answer's JSON object."""
+    passage, sep, answer = text.partition("\n---\n")
+    if not sep:
+        raise PromptError("an example prompt needs its passage, a line '---', then its JSON answer")
+    data = json.loads(answer)
+    names = frozenset(str(e["name"]).casefold() for e in data["entities"])
+    return Example(passage.strip(), json.dumps(data, ensure_ascii=False), names)
+
+
+def output_budget(chunk_text: str, ceiling: int) -> int:
+    """Output tokens an extraction of ``chunk_text`` may take: enough for a dense passage's entities and
+    relations (twice its length, plus room for the JSON), so that only a runaway answer is cut."""
+    return max(256, min(ceiling, 200 + 2 * estimate_tokens(chunk_text)))
+
+
 class LLMExtractor:
     mode = "llm"
 
@@ -61,35 +92,59 @@ class LLMExtractor:
         self.client = client
         self.settings = settings
         self.extract_prompt = load_prompt("extract_entities", prompts_dir)
+        self.passage_prompt = load_prompt("passage", prompts_dir)
         self.glean_prompt = load_prompt("glean", prompts_dir)
         self.repair_prompt = load_prompt("repair_json", prompts_dir)
+        self.examples = {g: parse_example(load_prompt(f"example_{g}", prompts_dir).render())
+                         for g in ("prose", "technical")}
+        self.leaked = 0  # entities dropped because they came from a prompt's example, not from the passage
 
-    def _ask(self, stage: str, messages: list[dict[str, str]]) -> _Payload:
-        try:
-            return self.client.complete(stage, messages, json_mode=True, parse=parse_payload)
-        except ParseFailure as failure:
-            repair = messages + [{"role": "assistant", "content": failure.text},
-                                 {"role": "user", "content": self.repair_prompt.render(error=failure.error)}]
-            return self.client.complete(stage, repair, json_mode=True, parse=parse_payload)
+    def _ask(self, stage: str, messages: list[dict[str, str]], max_tokens: int) -> _Payload:
+        return self.client.complete_json(stage, messages, _Payload, repair=self.repair_prompt, max_tokens=max_tokens,
+                                         what="extraction schema")
+
+    def messages(self, chunk: Chunk) -> tuple[list[dict[str, str]], str, Example]:
+        """The first request for ``chunk`` (the instructions, the genre's worked example as an earlier turn, the
+        passage), the entity types it asks for and the example it shows."""
+        genre, types = entity_types_for(chunk.text, self.settings.entity_types)
+        ex = self.examples[genre]
+        messages = [{"role": "system", "content": self.extract_prompt.render(entity_types=", ".join(types))},
+                    {"role": "user", "content": self.passage_prompt.render(text=ex.passage)},
+                    {"role": "assistant", "content": ex.answer},
+                    {"role": "user", "content": self.passage_prompt.render(text=chunk.text)}]
+        return messages, ", ".join(types), ex
 
     def extract_chunk(self, chunk: Chunk) -> ChunkExtraction:
-        types = ", ".join(self.settings.entity_types)
-        messages = [{"role": "user", "content": self.extract_prompt.render(entity_types=types, text=chunk.text)}]
-        payload = self._ask("extract", messages)
+        messages, types, example = self.messages(chunk)
+        budget = output_budget(chunk.text, self.client.settings.max_tokens)
+        payload = self._ask("extract", messages, budget)
         for _ in range(self.settings.gleanings):
             messages = messages + [{"role": "assistant", "content": payload.model_dump_json()},
                                    {"role": "user", "content": self.glean_prompt.render(entity_types=types)}]
-            payload = _merge(payload, self._ask("glean", messages))
+            payload = _merge(payload, self._ask("glean", messages, budget))
+        passage = chunk.text.casefold()
+        borrowed = {n for n in example.names if n not in passage}  # the example's names this passage lacks
+
+        def own(description: str) -> str:  # a description that names the example's entities is the example's
+            low = description.casefold()
+            return "" if any(n in low for n in borrowed) else description
+
         entities: dict[str, EntityMention] = {}
         for e in payload.entities:
-            entities.setdefault(e.name.casefold(), EntityMention(e.name, (e.type or "concept").lower(), e.description))
-        relations = [RelationMention(entities[r.source.casefold()].name, entities[r.target.casefold()].name, r.description)
+            key = e.name.casefold()
+            if key in borrowed:  # copied from the example, not found in the passage
+                self.leaked += 1
+                continue
+            entities.setdefault(key, EntityMention(e.name, (e.type or "concept").lower(), own(e.description)))
+        relations = [RelationMention(entities[r.source.casefold()].name, entities[r.target.casefold()].name,
+                                     own(r.description))
                      for r in payload.relationships
                      if r.source.casefold() in entities and r.target.casefold() in entities
                      and r.source.casefold() != r.target.casefold()]
         return ChunkExtraction(chunk.id, tuple(entities.values()), tuple(relations))
 
-    def extract(self, chunks: Sequence[Chunk]) -> ExtractionResult:
+    def extract(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> ExtractionResult:
+        """Every chunk, concurrently; ``on_progress(1)`` as each one is done (so a run shows a rate and an ETA)."""
         def one(chunk: Chunk) -> ChunkExtraction | ChunkFailure:
             try:
                 return self.extract_chunk(chunk)
@@ -97,6 +152,9 @@ class LLMExtractor:
                 return ChunkFailure(chunk.id, f"unusable answer after one repair round: {f.error}")
             except LLMError as exc:
                 return ChunkFailure(chunk.id, str(exc))
+            finally:
+                if on_progress is not None:
+                    on_progress(1)
 
         with ThreadPoolExecutor(max_workers=self.client.settings.max_concurrency) as pool:
             results = list(pool.map(one, chunks))

@@ -3,7 +3,9 @@
 A document's id is its path relative to the folder (or, in .jsonl, its ``id``/``_id`` field). Metadata comes
 from YAML front matter, a sidecar ``<file>.meta.json`` / ``<file>.meta.yaml``, and the path (``path``,
 ``dir``, ``ext``). Files that cannot be read are reported as :class:`LoadProblem`, never silently skipped,
-and never stop the rest of the folder from loading.
+and never stop the rest of the folder from loading. A file with no text (blank, or front matter only, as many
+a docs site's ``index.md``) is not a problem: it is listed as empty and has nothing to index. Files of types
+Strata does not read are counted by extension, so that a run can name them once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class EmptyCorpusError(ValueError):
     """The folder holds no file Strata can index."""
 
 
+class EmptyDocumentError(ValueError):
+    """A file with no text to index (blank, or front matter only)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadResult:
     """Documents loaded from a folder and the files that could not be loaded."""
@@ -39,6 +45,10 @@ class LoadResult:
     # Ids of documents whose file or row failed to load this time: an index run keeps their stored versions
     # (a file that fails to load is not a deleted file).
     failed_ids: frozenset[str] = frozenset()
+    # Files with no text (blank, or front matter only): nothing to index, and not a failure.
+    empty: tuple[str, ...] = ()
+    # Files of types Strata does not read, counted by extension ("" for none), most common first.
+    unsupported: tuple[tuple[str, int], ...] = ()
 
 
 def content_hash(text: str) -> str:
@@ -112,7 +122,7 @@ def _load_text_file(path: Path, rel: str) -> Document:
     meta = {**_path_meta(rel), **_read_sidecar(path), **front}
     doc_id = str(meta.pop("id", rel))
     if not body.strip():
-        raise ValueError("empty document")
+        raise EmptyDocumentError("no text (blank, or front matter only)")
     return Document(id=doc_id, source=rel, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))
 
 
@@ -216,10 +226,12 @@ def _load_jsonl(path: Path, rel: str, text_field: str) -> Iterator[Document | Lo
 
 @dataclass(frozen=True, slots=True)
 class FolderScan:
-    """The indexable files below a folder, and the paths that were skipped with the reason."""
+    """The indexable files below a folder, the paths that were skipped with the reason, and how many regular
+    files of each unsupported extension were left out."""
 
     files: tuple[Path, ...]
     skipped: tuple[LoadProblem, ...]
+    unsupported: tuple[tuple[str, int], ...] = ()
 
 
 def _indexable(name: str) -> bool:
@@ -233,6 +245,7 @@ def scan_folder(folder: Path) -> FolderScan:
     folder at most once."""
     files: list[Path] = []
     skipped: list[LoadProblem] = []
+    unsupported: dict[str, int] = {}
     seen: set[tuple[int, int]] = set()
 
     def skip(path: Path, reason: str) -> None:
@@ -275,14 +288,28 @@ def scan_folder(folder: Path) -> FolderScan:
                     kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
                             else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "special")
                     skip(path, f"{kind}, not a regular file")
+            elif stat.S_ISREG(st.st_mode) and not entry.name.endswith(SIDECAR_SUFFIXES):
+                suffix = Path(entry.name).suffix.lower()
+                unsupported[suffix] = unsupported.get(suffix, 0) + 1
 
     walk(folder)
-    return FolderScan(tuple(files), tuple(skipped))
+    return FolderScan(tuple(files), tuple(skipped), tuple(sorted(unsupported.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
-def iter_files(folder: Path) -> list[Path]:
-    """Indexable files below ``folder`` in a stable order (sidecars and hidden files excluded)."""
-    return list(scan_folder(folder).files)
+def describe_unsupported(suffix: str, count: int) -> str:
+    """One line for the files of one unsupported type: ``3 .pdf files skipped: unsupported type``."""
+    what = f"{suffix} file" if suffix else "file without an extension"
+    return f"{count} {what}{'s' if count != 1 else ''} skipped: unsupported type"
+
+
+def skipped_notes(empty: list[str] | tuple[str, ...], unsupported: dict[str, int]) -> list[str]:
+    """What a load left out that is not a failure, one line each: the empty documents (a few named), and the
+    files of each unsupported type."""
+    lines = []
+    if empty:
+        shown = ", ".join(empty[:3]) + (f" and {len(empty) - 3} more" if len(empty) > 3 else "")
+        lines.append(f"{len(empty)} empty document(s) skipped (no text, or front matter only): {shown}")
+    return lines + [describe_unsupported(suffix, n) for suffix, n in unsupported.items()]
 
 
 def _front_matter_id(raw: bytes) -> str | None:
@@ -308,14 +335,17 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
     root = Path(folder)
     if not root.exists():
         raise FileNotFoundError(f"{root}: no such file or folder")
+    unsupported: tuple[tuple[str, int], ...] = ()
     if root.is_file():
         files, base, skipped = (root,), root.parent, ()
     else:
         scan = scan_folder(root)
-        files, base, skipped = scan.files, root, scan.skipped
+        files, base, skipped, unsupported = scan.files, root, scan.skipped, scan.unsupported
     if not files and not skipped:
-        raise EmptyCorpusError(f"{root}: no .txt, .md or .jsonl files to index")
+        found = "; ".join(describe_unsupported(s, n) for s, n in unsupported)
+        raise EmptyCorpusError(f"{root}: no .txt, .md or .jsonl files to index" + (f" ({found})" if found else ""))
     docs: dict[str, Document] = {}
+    empty: list[str] = []
     problems: list[LoadProblem] = list(skipped)
     failed: set[str] = {p.path for p in skipped}
 
@@ -338,6 +368,8 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
                         accept(item, f"{rel}:{item.metadata['line']}")
             else:
                 accept(_load_text_file(path, rel), rel)
+        except EmptyDocumentError:
+            empty.append(rel)
         except (OSError, ValueError) as exc:
             problems.append(LoadProblem(rel, exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)))
             failed.add(rel)
@@ -348,5 +380,7 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
             if fm_id:
                 failed.add(fm_id)
     if not docs and not problems:
-        raise EmptyCorpusError(f"{root}: no documents with text to index")
-    return LoadResult(tuple(docs.values()), tuple(problems), frozenset(failed - docs.keys()))
+        detail = f" ({len(empty)} file(s) hold no text: blank, or front matter only)" if empty else ""
+        raise EmptyCorpusError(f"{root}: no documents with text to index{detail}")
+    return LoadResult(tuple(docs.values()), tuple(problems), frozenset(failed - docs.keys()), tuple(empty),
+                      unsupported)

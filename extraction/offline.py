@@ -1,8 +1,13 @@
 """A deterministic offline extractor: typed entities by pattern, relations by co-occurrence in a sentence.
 
-It needs no model and gives the same output for the same text on every machine. It is tuned for the
-infrastructure notes Strata is mostly used on (services, error codes, configuration keys, databases, versions)
-and also finds capitalized names in prose and CJK names.
+It needs no model and gives the same output for the same text on every machine. It finds the identifiers of
+technical notes (services, error codes, configuration keys, databases, versions), capitalized names in prose and
+CJK names. It reads the prose view of the text (:mod:`extraction.markup`: Markdown, HTML, front matter, code
+blocks and licence boilerplate blanked, offsets kept), and never keeps what :mod:`extraction.junk` rules out
+(function words, RFC keywords, file names, URL pieces, markup, IDs and hashes, numbers), nor bare versions.
+Capitals alone do not make a name: a word written in capitals that the document also uses as an ordinary lower-case word ("MUST",
+"BLOCK OF CURIOUSLY HEAVY CAKE") is emphasis or a heading, and "<Name>'s <noun>" is an entity of its own only
+when the document uses the phrase more than once.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from extraction.junk import FUNCTION_WORDS, junk_reason
+from extraction.markup import clip, document_boilerplate, prose_view
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from core.records import Chunk
 from core.settings import ExtractionSettings
@@ -42,9 +49,8 @@ COMMON_WORDS = frozenset(_WORD_STOP)  # common words that are never names on the
 _TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Mr", "Mrs", "Ms", "Dr", "St.", "Prof."}
 _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 
-# Kinship, role and place nouns that make "<Name>'s <noun>" an entity of its own ("Scrooge's nephew").
-_ROLE_NOUNS = ("nephew", "niece", "clerk", "wife", "husband", "sister", "brother", "father", "mother", "son",
-               "daughter", "partner", "friend", "office", "house", "room", "funeral", "grave", "ghost", "team", "manager")
+# "<Name>'s <noun>" ("Scrooge's nephew", "Alice's team"): kept when the document uses the phrase more than once.
+POSSESSIVE_MIN_USES = 2
 
 # Patterns in priority order: earlier patterns win when spans overlap.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -57,16 +63,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("constant", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
     ("kebab", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
     ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
-    ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr)\.\s+)?[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)['’]s\s+(" + "|".join(_ROLE_NOUNS) + r")\b")),
-    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’'-]*(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)(?:\s+the)?)?\s+[A-Z][\w’'-]*)*")),
+    ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
+                              r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
+    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+)*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+)*)*")),
     ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 _CJK_PARTICLES = re.compile(r"[的了是在和与及或也都就被把对从向于为而且但并将这那有个们中上下说到、，。！？：；（）]")
 # A sentence ends at . ! ? (not after a title or a common abbreviation), at CJK full stops, blank lines and list items.
 _SENT_SPLIT = re.compile(
     r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
-    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|(?<=[。！？])")
+    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|\n(?=[ \t]*\|)|(?<=[。！？])")
 _WORDS = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*", re.UNICODE)
+_WORDS_PUNCT = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*[,;:]?", re.UNICODE)
 _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
 _FILE_EXT = re.compile(r"\.(?:txt|md|py|js|ts|json|yaml|yml|toml|log|csv|html|sh|conf|ini|cfg|xml|com|org|net|io)$")
 
@@ -78,18 +86,86 @@ class _Found:
     name: str
     type: str
     at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
+    possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
 
 
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops, blank lines and list items)."""
+def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
+    """A span without the whole lines the view blanks (code, front matter) at either end, nor outer spaces."""
+    while s < e:
+        nl = view.find("\n", s, e)
+        if nl < 0 or view[s:nl].strip():
+            break
+        s = nl + 1
+    while s < e:
+        nl = view.rfind("\n", s, e)
+        if nl < 0 or view[nl:e].strip():
+            break
+        e = nl
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return (s, e) if view[s:e].strip() else None
+
+
+def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops, blank lines, list items, heading lines and
+    table rows), found on its prose view: code blocks, front matter and licence boilerplate (``boilerplate``:
+    spans found in the whole document) hold no sentence. Spans are of ``text`` itself, trimmed."""
+    view = prose_view(text, keep_structure=True, extra=boilerplate)
     spans, pos = [], 0
-    for m in _SENT_SPLIT.finditer(text):
+    for m in _SENT_SPLIT.finditer(view):
         if m.start() > pos:
             spans.append((pos, m.start()))
         pos = m.end()
-    if pos < len(text):
-        spans.append((pos, len(text)))
-    return [(s, e) for s, e in spans if text[s:e].strip()]
+    if pos < len(view):
+        spans.append((pos, len(view)))
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        lead = len(view[s:e]) - len(view[s:e].lstrip())
+        nl = view.find("\n", s + lead, e)
+        parts = [(s, nl), (nl + 1, e)] if view[s + lead:s + lead + 1] == "#" and nl >= 0 else [(s, e)]
+        for ps, pe in parts:  # a heading line is a unit of its own
+            t = _trim(text, view, ps, pe)
+            if t:
+                out.append(t)
+    return out
+
+
+_ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[a-z]+(?:['’][a-z]+)?(?![\w.\-/@`(])")
+
+
+def ordinary_words(views: Iterable[str]) -> frozenset[str]:
+    """Words the text uses in lower case as ordinary words (not inside identifiers, paths or code)."""
+    return frozenset(w for v in views for w in _ORDINARY.findall(v))
+
+
+def _is_caps(run: str) -> bool:
+    letters = [ch for ch in run if ch.isalpha()]
+    return len(letters) >= 2 and all(ch.isupper() for ch in letters)
+
+
+def _caps_names(run: str, start: int, ordinary: frozenset[str]) -> list[tuple[int, str]]:
+    """The names inside a run written in capitals: its words that are neither common words nor words the text
+    uses in lower case, grouped as they stand next to each other. Returns (offset, name) pairs."""
+    out: list[tuple[int, str]] = []
+    group: list[tuple[int, str]] = []
+    for m in re.finditer(r"\S+", run):
+        word = m.group(0).rstrip(",;:!?")
+        bare = _bare(word).strip(".")
+        if (sum(ch.isalpha() for ch in bare) >= 2 and bare not in ordinary and bare not in _WORD_STOP
+                and bare not in FUNCTION_WORDS):
+            group.append((start + m.start(), re.sub(r"(?:'S|’S|'s|’s)$", "", word)))
+            if word != m.group(0) or re.search(r"(?:'S|’S|'s|’s)$", word):
+                out.append((group[0][0], " ".join(w for _, w in group)))
+                group = []
+        else:
+            if group:
+                out.append((group[0][0], " ".join(w for _, w in group)))
+            group = []
+    if group:
+        out.append((group[0][0], " ".join(w for _, w in group)))
+    return out
 
 
 def _is_sentence_start(sentence: str, offset: int) -> bool:
@@ -100,7 +176,7 @@ def _is_sentence_start(sentence: str, offset: int) -> bool:
 def _opens_clause(sentence: str, offset: int) -> bool:
     """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item."""
     prefix = sentence[:offset].rstrip()
-    return not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-" or _is_sentence_start(sentence, offset)
+    return not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]" or _is_sentence_start(sentence, offset)
 
 
 def _classify_kebab(token: str) -> str | None:
@@ -161,8 +237,12 @@ def _type_for_name(name: str) -> str:
     return "name"
 
 
-def find_entities(sentence: str) -> list[_Found]:
-    """Entities in one sentence, non-overlapping, in order of appearance."""
+def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list[_Found]:
+    """Entities in one sentence (of a prose view), non-overlapping, in order of appearance. ``ordinary``: the
+    words the document uses in lower case (by default the sentence's own), which a run in capitals does not
+    make a name."""
+    if ordinary is None:
+        ordinary = ordinary_words([sentence])
     taken: list[tuple[int, int]] = []
     found: list[_Found] = []
 
@@ -177,6 +257,11 @@ def find_entities(sentence: str) -> list[_Found]:
             if kind == "code":
                 s, e = m.span(1)
                 text = m.group(1).strip()
+                if len(text.split()) > 4 or junk_reason(text) is not None:
+                    # A snippet of code, a path, a URL: not a name, and nothing inside it is one either.
+                    if free(m.start(), m.end()):
+                        taken.append(m.span())
+                    continue
                 etype = "service" if text.split("-")[-1] in SERVICE_SUFFIXES else "identifier"
             elif kind == "error_code":
                 text = re.sub(r"^http[ /-]?", "HTTP ", text.strip(), flags=re.I) if text.lower().startswith("http") else text.strip()
@@ -194,14 +279,29 @@ def find_entities(sentence: str) -> list[_Found]:
             elif kind == "camel":
                 etype = "database" if text.lower() in DATABASES else "identifier"
             elif kind == "possessive":
-                owner = m.group(1)
-                if _bare(owner.split()[0]) in _WORD_STOP or not free(s, e):
+                owner, noun = m.group(1), m.group(2)
+                if (_bare(owner.split()[0]) in _WORD_STOP or noun in FUNCTION_WORDS or noun in _WORD_STOP
+                        or noun.endswith("ly") or not free(s, e)):
+                    continue
+                if junk_reason(owner) is not None:
                     continue
                 taken.append((s, e))
-                found.append(_Found(s, e, text, "name"))
+                found.append(_Found(s, e, text, "name", possessive=True))
                 found.append(_Found(s, s + len(owner), owner, _type_for_name(owner)))
                 continue
             elif kind == "name":
+                if sentence[max(0, s - 1):s] == "[" and sentence[m.end():m.end() + 1] == "]":
+                    continue  # a tag in brackets ("[CHANGE]", "[Illustration]"), not a name
+                if _is_caps(text) and sentence[m.end():m.end() + 1] == ":":
+                    continue  # a label in capitals ("BEHAVIOR CHANGE:", "WARNING:")
+                if _is_caps(text) and not (" " not in text.strip() and len(text.strip()) <= 4):
+                    # (a lone word of two to four capitals is an acronym: HTTP, LED, AWS)
+                    for ps, piece in _caps_names(text, s, ordinary):
+                        pe = ps + len(piece)
+                        if free(ps, pe) and junk_reason(piece) is None and not _CONTRACTION.fullmatch(piece):
+                            taken.append((ps, pe))
+                            found.append(_Found(ps, pe, piece, _type_for_name(piece)))
+                    continue
                 cleaned = _clean_name(text, sentence, s)
                 if cleaned is None:
                     continue
@@ -212,7 +312,7 @@ def find_entities(sentence: str) -> list[_Found]:
                 if text.lower() in DATABASES:
                     etype = "database"
                 if etype == "name" and " " not in text and _opens_clause(sentence, s):
-                    if not free(s, e):
+                    if not free(s, e) or junk_reason(text) is not None:
                         continue
                     taken.append((s, e))
                     found.append(_Found(s, e, text, etype, at_start=True))
@@ -229,6 +329,8 @@ def find_entities(sentence: str) -> list[_Found]:
                 continue
             if etype is None or not free(s, e):
                 continue
+            if etype != "version" and junk_reason(text) is not None:
+                continue
             if etype == "name" and text.lower() in DATABASES:
                 etype = "database"
             taken.append((s, e))
@@ -238,11 +340,42 @@ def find_entities(sentence: str) -> list[_Found]:
 
 
 def _between(sentence: str, a: _Found, b: _Found, max_words: int) -> str:
-    words = _WORDS.findall(sentence[a.end:b.start])
+    rest = sentence[a.end:b.start]
+    owner = re.match(r"['’]s\b", rest)  # "Alex's submission ...": the possessive stays with its name
+    first = a.name + owner.group(0) if owner else a.name
+    if re.match(r"\s*[,;:]", rest[owner.end():] if owner else rest):
+        first += re.match(r"\s*([,;:])", rest[owner.end():] if owner else rest).group(1)  # type: ignore[union-attr]
+    # Words, with the commas, semicolons and colons that follow them (a list stays readable as a list).
+    words = _WORDS_PUNCT.findall(rest[owner.end():] if owner else rest)
     if len(words) > max_words:
         words = words[: max_words // 2] + ["…"] + words[-(max_words - max_words // 2):]
     middle = " ".join(words)
-    return f"{a.name} {middle} {b.name}".replace("  ", " ").strip()
+    return f"{first} {middle} {b.name}".replace("  ", " ").strip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    text: str  # the sentence's prose view
+    start: int  # its offset in the document (for counting a phrase once where chunks overlap)
+    found: tuple[_Found, ...]
+
+
+def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordinary: frozenset[str] | None,
+                     view: str | None = None) -> list[_Sentence]:
+    bp = clip(boilerplate, chunk.start, chunk.end)
+    view = prose_view(chunk.text, extra=bp) if view is None else view
+    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(view[s:e], ordinary)))
+            for s, e in split_sentences(chunk.text, bp)]
+
+
+def _repeated_possessives(sentences: Iterable[_Sentence]) -> frozenset[str]:
+    """The "<Name>'s <noun>" phrases used at more than one place of the document (counted once per place)."""
+    places: dict[str, set[int]] = {}
+    for sent in sentences:
+        for f in sent.found:
+            if f.possessive:
+                places.setdefault(f.name.lower().replace("’", "'"), set()).add(sent.start + f.start)
+    return frozenset(k for k, v in places.items() if len(v) >= POSSESSIVE_MIN_USES)
 
 
 class OfflineExtractor:
@@ -254,16 +387,27 @@ class OfflineExtractor:
         self.settings = settings
 
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
-        """Entities and relations of one chunk. A single capitalized word that only ever opens a sentence
-        ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence in
-        ``names_mid_sentence`` (the words of the document's mid-sentence names; by default the chunk's own)."""
+        """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
+        sentence ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence
+        in ``names_mid_sentence`` (by default the chunk's own names); what a document tells about its words
+        (boilerplate, lower-case words, repeated phrases) comes from the chunk alone."""
+        view = prose_view(chunk.text)
+        sentences = _chunk_sentences(chunk, (), ordinary_words([view]), view)
+        recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(
+            f for sent in sentences for f in sent.found)
+        return self._build(chunk, sentences, recurring, _repeated_possessives(sentences))
+
+    def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
+               phrases: frozenset[str]) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
-        sentences = [(chunk.text[s:e], find_entities(chunk.text[s:e])) for s, e in split_sentences(chunk.text)]
-        recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(f for _, fs in sentences for f in fs)
-        for sentence, found in sentences:
-            found = [f for f in found if not f.at_start or f.name in recurring]
+        for sent in sentences:
+            sentence = sent.text
+            # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
+            # (find_entities still reports it, for the router's identifier evidence).
+            found = [f for f in sent.found if (not f.at_start or f.name in recurring) and f.type != "version"
+                     and (not f.possessive or f.name.lower().replace("’", "'") in phrases)]
             snippet = " ".join(sentence.split())[:240]
             for f in found:
                 entities.setdefault(f.name, EntityMention(f.name, f.type, snippet))
@@ -275,18 +419,30 @@ class OfflineExtractor:
                 # In crowded sentences only nearby entities are linked, so lists do not become cliques.
                 partners = unique[i + 1:] if len(unique) <= limit else unique[i + 1:i + 3]
                 for b in partners:
+                    if b.start < a.end:
+                        continue  # a name inside a phrase that holds it ("Scrooge" in "Scrooge's nephew")
                     relations.append(RelationMention(a.name, b.name, _between(sentence, a, b, self.settings.relation_max_words)))
         return ChunkExtraction(chunk.id, tuple(entities.values()), tuple(relations))
 
     def extract(self, chunks: Sequence[Chunk]) -> ExtractionResult:
-        """Extract every chunk; whether a sentence-opening word recurs as a name is judged per document."""
+        """Extract every chunk, judging per document (from all of its chunks given): its licence boilerplate,
+        the words it uses in lower case, whether a sentence-opening word recurs as a name, and which
+        possessive phrases it repeats."""
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_doc.setdefault(c.document_id, []).append(c)
-        recurring = {
-            doc: _mid_sentence_words(f for c in cs for s, e in split_sentences(c.text) for f in find_entities(c.text[s:e]))
-            for doc, cs in by_doc.items()}
-        return ExtractionResult(tuple(self.extract_chunk(c, recurring[c.document_id]) for c in chunks))
+        per_chunk: dict[str, tuple[list[_Sentence], frozenset[str], frozenset[str]]] = {}
+        for cs in by_doc.values():
+            boilerplate = document_boilerplate([(c.start, c.text) for c in cs])
+            views = {c.id: prose_view(c.text, extra=clip(boilerplate, c.start, c.end)) for c in cs}
+            ordinary = ordinary_words(views.values())
+            sentences = {c.id: _chunk_sentences(c, boilerplate, ordinary, views[c.id]) for c in cs}
+            every = [sent for ss in sentences.values() for sent in ss]
+            recurring = _mid_sentence_words(f for sent in every for f in sent.found)
+            phrases = _repeated_possessives(every)
+            for c in cs:
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases)
+        return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
 def _mid_sentence_words(found: Iterable[_Found]) -> frozenset[str]:

@@ -1,9 +1,12 @@
 """Entity resolution: merge the same entity across chunks, keeping every source chunk id.
 
-Names are normalized (Unicode NFKC, case, whitespace, surrounding punctuation, possessives, and simple plurals
-for name-like types); mentions with the same normalized key become one entity whose id is a stable hash of that
-key. Identifier-like types (config keys, error codes, versions) keep their plural forms, since ``max_connections``
-and ``max_connection`` are different keys.
+Names are normalized (Unicode NFKC, case, whitespace, surrounding punctuation, abbreviation dots, possessives,
+underscores and hyphens between words, so ``node_exporter``, ``node-exporter`` and "Node Exporter" are one
+name, and simple plurals for name-like types); mentions with the same normalized key become one entity whose
+id is a stable hash of that key. Identifier-like types (config keys, error codes, versions) keep their plural
+forms, since ``max_connections`` and ``max_connection`` are different keys. Within a document, a name and its
+longer forms ("Alex", "Alex Mercer", "Agent Alex Mercer") are one entity (:mod:`extraction.aliases`), keyed by
+the longest form.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from typing import Iterable
 
+from extraction.aliases import ALIAS_TYPES, document_of, merges_by_document
 from extraction.types import ChunkExtraction
 from core.records import Entity, Relation, stable_hash
 
@@ -20,9 +24,11 @@ _NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "
 
 
 def normalize_name(name: str, type_: str = "name") -> str:
-    key = unicodedata.normalize("NFKC", name).casefold()
-    key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}")
-    key = re.sub(r"(?:'s|’s)$", "", key)
+    key = unicodedata.normalize("NFKC", name).casefold().replace("’", "'")
+    key = re.sub(r"(?<=[^\W_])[_-]+(?=[^\W_])", " ", key)  # node_exporter, node-exporter: node exporter
+    key = re.sub(r"(?<=[^\W\d_])\.(?=\s)", "", key)  # "Mr. Scrooge": mr scrooge
+    key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}_-")
+    key = re.sub(r"'s$", "", key)
     if type_.lower() in _NAME_TYPES:
         key = re.sub(r"^(?:the|a|an) (?=\S)", "", key)  # "The Spirit" and "Spirit" are one entity
     if type_.lower() in _NAME_TYPES and " " not in key[-4:]:
@@ -32,8 +38,13 @@ def normalize_name(name: str, type_: str = "name") -> str:
     return key
 
 
+def key_id(key: str) -> str:
+    """The entity id of a normalized name."""
+    return "e_" + stable_hash(key, size=10)
+
+
 def entity_id(name: str, type_: str = "name") -> str:
-    return "e_" + stable_hash(normalize_name(name, type_), size=10)
+    return key_id(normalize_name(name, type_))
 
 
 def relation_id(a: str, b: str) -> str:
@@ -65,18 +76,27 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
     rel_descs: dict[str, list[str]] = defaultdict(list)
     rel_chunks: dict[str, dict[str, None]] = defaultdict(dict)
     rel_ends: dict[str, tuple[str, str]] = {}
+    merged: dict[str, set[str]] = defaultdict(set)  # entity id -> the normalized names merged into it
+    extractions = list(extractions)
+    key_of = {(m.name, m.type): normalize_name(m.name, m.type) for ex in extractions for m in ex.entities}
+    aliases = merges_by_document(extractions, key_of)
     for ex in extractions:
         local: dict[str, str] = {}
+        doc_aliases = aliases.get(document_of(ex.chunk_id), {})
         for m in ex.entities:
-            eid = entity_id(m.name, m.type)
+            key = key_of[(m.name, m.type)]
+            if m.type.lower() in ALIAS_TYPES and key in doc_aliases:
+                key = doc_aliases[key]
+            eid = key_id(key)
+            merged[eid].add(key_of[(m.name, m.type)])
             local[m.name] = eid
             names[eid][m.name] += 1
             types[eid][m.type] += 1
             descs[eid].append(m.description)
             chunks[eid][ex.chunk_id] = None
         for r in ex.relations:
-            a = local.get(r.source) or entity_id(r.source)
-            b = local.get(r.target) or entity_id(r.target)
+            a = local.get(r.source) or key_id(doc_aliases.get(normalize_name(r.source), normalize_name(r.source)))
+            b = local.get(r.target) or key_id(doc_aliases.get(normalize_name(r.target), normalize_name(r.target)))
             if a == b or a not in names or b not in names:
                 continue
             rid = relation_id(a, b)
@@ -85,8 +105,12 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
             rel_chunks[rid][ex.chunk_id] = None
     entities = []
     for eid in sorted(names):
-        # The most frequent surface form names the entity; ties go to the first seen.
-        name = max(names[eid].items(), key=lambda kv: kv[1])[0]
+        # The most frequent surface form names the entity; ties go to the first seen. An entity merged from a
+        # name and its longer forms is named by its most frequent form of more than one word ("Alex Mercer").
+        forms = names[eid].items()
+        if len(merged[eid]) > 1 and any(len(n.split()) > 1 for n in names[eid]):
+            forms = [kv for kv in forms if len(kv[0].split()) > 1]
+        name = max(forms, key=lambda kv: kv[1])[0]
         etype = max(types[eid].items(), key=lambda kv: kv[1])[0]
         entities.append(Entity(eid, name, etype, merge_descriptions(descs[eid], description_max_chars), tuple(chunks[eid])))
     relations = [

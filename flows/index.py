@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from prefect import flow, get_run_logger, task
@@ -24,8 +25,10 @@ from communities.sentences import Idf
 from core.records import Chunk, Document, Entity, Report
 from core.settings import StrataSettings
 from core.threads import configure
-from extraction.loader import load_folder
-from flows.params import existing_folder
+from extraction.loader import skipped_notes
+from flows.params import checked_folder, other_folder_policy
+from strata.folders import load_planned, plan_folders
+from strata.workspace import Workspace
 from strata.pipeline import record_drift
 from strata.runmetrics import RunFigures
 from extraction.types import ExtractionResult
@@ -156,15 +159,19 @@ def collect_vectors(session: IndexSession, name: str | None, units: list[list[Ch
         save_vectors(session, name, unit, vectors)  # type: ignore[arg-type]
 
 
-def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool = True,
-              distributed: bool = False, settings: StrataSettings | None = None, full: bool = False) -> dict[str, Any]:
+def run_index(folder: str | None, data_dir: str | None, report_policy: str, prune: bool = True,
+              distributed: bool = False, settings: StrataSettings | None = None, full: bool = False,
+              other_folder: str = "refuse") -> dict[str, Any]:
     """The body shared by the index and reindex flows. ``distributed``: extraction and embedding run as tasks
     mapped over batches on the flow's task runner (Dask workers), and their results are stored here in batch
-    order, so the result is the same as a one-process run's whatever the number of workers."""
+    order, so the result is the same as a one-process run's whatever the number of workers. ``folder`` None:
+    the folders the workspace records; ``other_folder``: see :mod:`strata.folders`."""
     settings = settings or StrataSettings(**({"data_dir": data_dir} if data_dir else {}))
     configure(settings.compute)
-    loaded = load_folder(folder)
-    session = open_session(folder, settings, loaded, full=full)
+    plan = plan_folders(Workspace(Path(settings.data_dir)), folder, other_folder)
+    loaded = load_planned(plan)
+    folder = plan.source
+    session = open_session(folder, settings, loaded, full=full, folders=plan)
     try:
         changes = stage_plan(session, loaded, prune)
         # Counts are small integers, which Prefect cannot trace through values: the order of the stages is made
@@ -212,8 +219,7 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
         run = publish_task(session, snapshot, communities, chunks.result(), wait_for=[chunks])
     finally:
         session.close()
-    if run["published"]:
-        record_drift(settings)
+    record_drift(settings)  # written again whenever the drift files describe another generation than the published one
     logger = get_run_logger()
     figures = RunFigures.of(run, settings.llm)
     logger.info("indexed %s in %s mode: %s new, %s changed, %s deleted; %s chunks extracted, %s failed; "
@@ -223,6 +229,8 @@ def run_index(folder: str, data_dir: str | None, report_policy: str, prune: bool
                 figures.llm_cost_usd)
     for stage, seconds in figures.stage_seconds.items():
         logger.info("stage %s: %.3f s", stage, seconds)
+    for note in skipped_notes(run["empty"], run["unsupported"]):  # not failures: the run still completes
+        logger.info("%s", note)
     rows = "\n".join(f"| {k} | {run[k]} |" for k in (
         "mode", "store", "documents", "entities", "relations", "communities", "reports_kept"))
     rows += "\n" + "\n".join(f"| {what} | {value} |" for what, value in figures.rows())
@@ -274,27 +282,35 @@ def with_workers(settings: StrataSettings, workers: int | None) -> StrataSetting
 
 
 @flow(name="strata-index-distributed", log_prints=True)
-def distributed_index_flow(folder: str, settings: StrataSettings, report_policy: str = "changed",
-                           prune: bool = True, full: bool = False) -> dict[str, Any]:
+def distributed_index_flow(folder: str | None, settings: StrataSettings, report_policy: str = "changed",
+                           prune: bool = True, full: bool = False, other_folder: str = "refuse") -> dict[str, Any]:
     """The index run with extraction and embedding mapped over the Dask workers (the task runner is set by
     :func:`run_flow`)."""
     return run_index(folder, str(settings.data_dir), report_policy, prune, distributed=True, settings=settings,
-                     full=full)
+                     full=full, other_folder=other_folder)
 
 
-def run_flow(folder: str, data_dir: str | None, report_policy: str, prune: bool, workers: int | None,
-             full: bool = False) -> dict[str, Any]:
+def run_flow(folder: str | None, data_dir: str | None, report_policy: str, prune: bool, workers: int | None,
+             full: bool = False, other_folder: str = "refuse") -> dict[str, Any]:
+    """An index run through Prefect, on Dask workers when the settings (or ``workers``) ask for them: the runner
+    ``strata index --workers N`` is given (registered as the ``strata.index_runners`` entry point)."""
     settings = with_workers(StrataSettings(**({"data_dir": data_dir} if data_dir else {})), workers)
     runner = dask_runner(settings)
     if runner is None:
-        return run_index(folder, data_dir, report_policy, prune, settings=settings, full=full)
+        return run_index(folder, data_dir, report_policy, prune, settings=settings, full=full,
+                         other_folder=other_folder)
     with worker_environment():
-        return distributed_index_flow.with_options(task_runner=runner)(folder, settings, report_policy, prune, full)
+        return distributed_index_flow.with_options(task_runner=runner)(folder, settings, report_policy, prune, full,
+                                                                       other_folder)
 
 
 @flow(name="strata-index", log_prints=True)
-def index_flow(folder: str, data_dir: str | None = None, workers: int | None = None) -> dict[str, Any]:
-    """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run. With
-    ``workers`` > 1 (or ``STRATA_COMPUTE__WORKERS``, or ``STRATA_COMPUTE__DASK_ADDRESS``) extraction and embedding
-    run on Dask workers."""
-    return run_flow(existing_folder("folder", folder), data_dir, "changed", True, workers)
+def index_flow(folder: str | None = None, data_dir: str | None = None, workers: int | None = None,
+               other_folder: str = "refuse") -> dict[str, Any]:
+    """Index ``folder`` into the workspace ``data_dir`` (default from settings); incremental when re-run. No
+    ``folder``: the folders the workspace records. A folder the workspace does not index is refused unless
+    ``other_folder`` is ``add`` (index both) or ``replace`` (index only it). With ``workers`` > 1 (or
+    ``STRATA_COMPUTE__WORKERS``, or ``STRATA_COMPUTE__DASK_ADDRESS``) extraction and embedding run on Dask workers."""
+    policy = other_folder_policy("other_folder", other_folder)
+    return run_flow(checked_folder("folder", folder, data_dir, policy), data_dir, "changed", True, workers,
+                    other_folder=policy)

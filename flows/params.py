@@ -27,6 +27,34 @@ def existing_folder(name: str, value: str) -> str:
     return str(path)
 
 
+def other_folder_policy(name: str, value: str) -> str:
+    """``value`` if it is one of the folder policies (refuse, add, replace); else a FlowParameterError."""
+    from strata.folders import POLICIES
+
+    if value not in POLICIES:
+        raise FlowParameterError(f"parameter '{name}': must be one of {', '.join(POLICIES)}, got {value!r}")
+    return value
+
+
+def checked_folder(name: str, value: str | None, data_dir: str | Path | None, policy: str = "refuse") -> str | None:
+    """The folder to index: ``value`` when it names a folder the workspace may index (see
+    :mod:`strata.folders`); None (the workspace's own folders) when it is not given and the workspace records
+    some. Else a FlowParameterError naming ``name``: no folder given nor recorded, no such folder, or a folder of
+    another workspace's documents without an ``add`` or ``replace`` policy."""
+    from core.settings import StrataSettings
+    from strata.folders import FolderError, plan_folders
+    from strata.workspace import Workspace
+
+    folder = None if value is None or (isinstance(value, str) and not value.strip()) else existing_folder(name, value)
+    root = Path(data_dir) if data_dir else Path(StrataSettings().data_dir)
+    try:
+        plan_folders(Workspace(root), folder, policy, ("other_folder='add'", "other_folder='replace'"))
+    except FolderError as exc:
+        raise FlowParameterError(f"parameter '{name}': {exc}" + ("" if folder else f"; pass {name}=/path/to/notes")
+                                 ) from None
+    return folder
+
+
 def published_workspace(name: str, data_dir: Path) -> Path:
     """``data_dir`` if it holds a published index generation; else a FlowParameterError naming ``name``."""
     from strata.workspace import Workspace

@@ -14,8 +14,8 @@ from pathlib import Path
 from string import Template
 
 PROMPTS_DIR = Path(__file__).resolve().parent
-NAMES = ("extract_entities", "glean", "repair_json", "merge_descriptions", "community_report", "global_map", "global_reduce",
-         "route")
+NAMES = ("extract_entities", "passage", "example_prose", "example_technical", "glean", "repair_json", "merge_descriptions",
+         "community_report", "global_map", "global_reduce", "route", "local_answer")
 
 
 class PromptError(ValueError):

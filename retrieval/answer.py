@@ -3,6 +3,9 @@
 The offline versions are extractive and quote whole sentences exactly: every point of an answer is
 ``chunk.text[start:end]`` of the chunk it cites (see :mod:`communities.sentences`), never re-joined or cleaned.
 
+Local: the units of the top fused chunks that answer the question (whole sentences, whole Markdown lists and
+tables, whole code blocks), chosen by :mod:`retrieval.answer_select`.
+
 Global (map): every report of the chosen level offers its quoted findings (central to its community) and the
 other whole sentences of the chunks it was written from. Each sentence is scored for the question: BM25 over
 the candidate sentences, the cosine of the question with the vector of the sentence's chunk (the chunk's
@@ -23,8 +26,11 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from communities.sentences import Sentence, chunk_is_first, mmr, normalized, sentences_of
+from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Report
+from extraction.offline import find_entities
+from retrieval.answer_select import select, term_similarity
+from retrieval.answer_units import Unit
 from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex, Hit
 from retrieval.router import RouteDecision
@@ -33,12 +39,12 @@ from retrieval.tokenize import Tokenizer
 # Words that frame a question about a corpus as a whole rather than name its content ("What are the main themes
 # of the story?"): they are not expected to occur in the text, so their absence says nothing about coverage.
 _FRAMING = frozenset("""
-theme themes main story stories book books novel novella corpus document documents text texts narrative narrator
-character characters summarize summarise summary overall across describe explain role roles key major central
+theme themes main story stories book books novel novella corpus document documents text texts narrative
+summarize summarise summary overall across describe explain role roles key major central
 primary common recur recurring recurrent differ different difference differences change changes changed
 changing relationship relationships conflict conflicts tension tensions motive motives motivation arc develop
 development significance significant important importance lesson lessons message messages idea ideas topic
-topics portray portrayed portrayal depict depicted author reader readers whole throughout general kind kinds
+topics portray portrayed portrayal depict depicted whole throughout general kind kinds
 type types example examples aspect aspects way ways tell tells show shows mean meaning happen happens
 happened problem problems issue issues group groups part parts thing things overview list
 notes note file files record records log logs page pages article articles paper papers transcript transcripts
@@ -49,8 +55,16 @@ give compare comparing outline provide identify find walk most biggest largest g
 frequently risk risks challenge challenges concern concerns trend trends pattern patterns insight insights
 takeaway takeaways finding findings highlight highlights point points
 """.split())  # the last lines: the collection itself, what it does ("what do these notes say") and what a
-# question about the whole asks for ("the biggest risks", "give me an overview")
+# question about the whole asks for ("the biggest risks", "give me an overview"). What a question asks about in a
+# collection of a kind ("the characters", "the author") is content: an infrastructure wiki has no characters.
+# Framing words that make a question one about the collection as a whole: such a question is about whatever the
+# corpus holds, so with no content word left it is covered by them (and only by them).
+_SCOPE = frozenset("""
+theme themes main overall across whole throughout summarize summarise summary overview recur recurring recurrent
+common collectively general corpus biggest key major central trend trends pattern patterns
+""".split())
 SEMANTIC_COVER = 0.35  # a chunk at least this close to the question (cosine) counts as covering it
+NAMES_ABSENT_COVER = 0.5  # ... and this close when nothing the question names occurs (a spelling the corpus lacks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +99,14 @@ class Answer:
     points: tuple[Quote, ...] = field(default=())
     covered: bool = True
     index_generation: int | None = None  # the published index generation that answered (set by the engine)
+    dropped_citations: int = 0  # ids an LLM-written answer cited that were not among its passages (removed)
 
     def to_dict(self) -> dict[str, object]:
         return {"question": self.question, "route": self.route.to_dict(), "mode": self.mode, "answer": self.text,
                 "citations": [{"chunk_id": c.chunk_id, "source": c.source} for c in self.citations],
                 "reports": list(self.report_ids), "points": [p.to_dict() for p in self.points],
-                "covered": self.covered, "index_generation": self.index_generation}
+                "covered": self.covered, "index_generation": self.index_generation,
+                "dropped_citations": self.dropped_citations}
 
 
 def _source(index: ChunkIndex, chunk_id: str) -> str:
@@ -137,17 +153,7 @@ def _lexical(question: str, texts: Sequence[str], tokenizer: Tokenizer) -> np.nd
 
 def _similarity(texts: Sequence[str], tokenizer: Tokenizer) -> np.ndarray:
     """Cosine similarity of the texts' term-count vectors (for MMR's redundancy penalty)."""
-    vocab: dict[str, int] = {}
-    rows = [tokenizer(t) for t in texts]
-    for toks in rows:
-        for t in toks:
-            vocab.setdefault(t, len(vocab))
-    m = np.zeros((len(texts), max(1, len(vocab))))
-    for i, toks in enumerate(rows):
-        for t in toks:
-            m[i, vocab[t]] += 1.0
-    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
-    return m @ m.T
+    return term_similarity([tokenizer(t) for t in texts])
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,87 +161,108 @@ class Coverage:
     """Whether the corpus seems to hold what the question asks about."""
 
     covered: bool
-    missing: tuple[str, ...]  # content words of the question found nowhere in the corpus
+    missing: tuple[str, ...]  # content words (or names) of the question found nowhere in the corpus
     best_cosine: float | None
 
 
-def coverage(question: str, index: ChunkIndex, query_vector: Callable[[], np.ndarray | None]) -> Coverage:
-    """Content words of the question (framing words like "themes" or "summarize" left out) that occur in no
-    chunk, and the best chunk cosine. Not covered: with a semantic embedder, no chunk within ``SEMANTIC_COVER``
-    of the question and more than half its content words absent; without one, every content word absent.
+def _absent(term: str, index: ChunkIndex) -> bool:
+    return not index.bm25.top([term], 1, index.bm25.alive)
 
-    The question's vector (``query_vector()``, None without a semantic embedder) and the best cosine are needed
-    only when some content word is absent: a question whose words all occur is covered either way, and is not
-    embedded here."""
+
+def coverage(question: str, index: ChunkIndex, query_vector: Callable[[], np.ndarray | None]) -> Coverage:
+    """Whether the corpus covers the question: its content words (framing words like "themes" or "summarize"
+    left out) or its meaning must be close to some passage.
+
+    - A question naming things (names, identifiers) none of which occurs anywhere is not covered unless a chunk
+      is within ``NAMES_ABSENT_COVER`` in meaning ("What does Splunk charge per gigabyte?" over notes that never
+      name Splunk comes within 0.38 of a note on logging; "Aschenbrodel" for a corpus's "Aschenbrödel", 0.55).
+    - With a semantic embedder the closest chunk's cosine is always computed: a question is covered when it is
+      within ``SEMANTIC_COVER`` or when at least half its content words occur.
+    - No content word left: covered only when the framing makes it a question about the collection as a whole
+      ("What are the main themes?"); an empty content set is never covered by itself.
+    - Without an embedder: covered when some content word occurs."""
     content: dict[str, list[str]] = {}
+    scope = False
     for word in re.findall(r"[\w][\w.'’-]*", question):
-        if word.lower().rstrip(".'’-") in _FRAMING:  # "say." at the end of a sentence is "say"
+        bare = word.lower().rstrip(".'’-")
+        if bare in _FRAMING:  # "say." at the end of a sentence is "say"
+            scope = scope or bare in _SCOPE
             continue
         for term in index.tokenizer(word):
             content.setdefault(term, []).append(word)
-    alive = index.bm25.alive
-    missing_terms = [t for t in content if not index.bm25.top([t], 1, alive)]
+    missing_terms = [t for t in content if _absent(t, index)]
+    names = [f.name for f in find_entities(question) if not f.at_start]
+    absent_names = [n for n in names if all(_absent(t, index) for t in index.tokenizer(n))]
     best = None
-    if missing_terms and index.vectors is not None and len(index.vectors.matrix):
+    if index.vectors is not None and len(index.vectors.matrix):
         qv = query_vector()
-        top = index.vectors.exact_top(qv, 1, alive) if qv is not None else []
+        top = index.vectors.exact_top(qv, 1, index.bm25.alive) if qv is not None else []
         best = top[0][1] if top else None
-    missing = tuple(dict.fromkeys(content[t][0] for t in missing_terms))
-    if best is None:
-        covered = not content or len(missing_terms) < len(content)
+    missing = tuple(dict.fromkeys([*absent_names, *(content[t][0] for t in missing_terms)]))
+    if names and len(absent_names) == len(names) and (best is None or best < NAMES_ABSENT_COVER):
+        covered = False  # everything it names is unknown here, and nothing is very close in meaning
+    elif not content:
+        covered = scope
+    elif best is None:
+        covered = len(missing_terms) < len(content)
     else:
         # With meaning to go by: declined when no chunk is close and most of its content words occur nowhere (an
         # answer that misses some says which).
-        covered = best >= SEMANTIC_COVER or not content or len(missing_terms) <= 0.5 * len(content)
+        covered = best >= SEMANTIC_COVER or len(missing_terms) <= 0.5 * len(content)
     return Coverage(covered, missing, best)
 
 
 def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
     """The answer to a question the corpus does not seem to cover, saying why."""
-    closeness = f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})" if cover.best_cosine is not None else ""
-    text = ("The corpus does not seem to cover this question: "
-            f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text{closeness}.")
+    closeness = f"no passage is close in meaning (best cosine {cover.best_cosine:.2f})" if cover.best_cosine is not None else ""
+    if cover.missing:
+        why = f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text" + (f"; {closeness}" if closeness else "")
+    else:
+        why = "it names nothing the indexed text holds" + (f" and {closeness}" if closeness else "")
+    text = f"The corpus does not seem to cover this question: {why}."
     return Answer(question, route, "offline", text, (), covered=False)
 
 
 # -- local ------------------------------------------------------------------------------------------------------
 def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: int, n_sentences: int,
-                 metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None) -> Answer:
-    """Whole sentences of the top fused chunks, quoted exactly, each cited with its chunk id: ranked by BM25
-    over the sentences and their chunk's fused rank, chosen by MMR so that no two repeat each other."""
-    cover = coverage(question, index, lambda: _query_vector(index, question, query_vector))
+                 metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None,
+                 lexicon: object | None = None) -> Answer:
+    """Units of the top fused chunks that answer the question (whole sentences, and whole lists, tables and code
+    blocks), quoted exactly, each cited with its chunk id: chosen by :func:`retrieval.answer_select.select` by
+    their own meaning, the question's entities, a matching heading and the kind of value asked for, not by shared
+    words alone. A question asking for a value the passages do not hold is told so."""
+    qv = _query_vector(index, question, query_vector)
+    cover = coverage(question, index, lambda: qv)
     if not cover.covered:  # an off-topic question gets this, not the least unrelated sentences
         return not_covered(question, route, cover)
     hits: list[Hit] = index.search(question, top_k, metadata_filter=metadata_filter)
     if not hits:
         return Answer(question, route, "offline", "No indexed chunk matches this question.", (), covered=False)
-    cands: list[Sentence] = []
-    rank_prior: list[float] = []
-    seen: set[str] = set()
-    for rank, hit in enumerate(hits):
-        for sent in sentences_of(hit.chunk_id, hit.text, chunk_is_first(hit.chunk_id)):
-            key = normalized(sent.text)
-            if key not in seen:
-                seen.add(key)
-                cands.append(sent)
-                rank_prior.append(1.0 / (1.0 + rank))
-    if not cands:
+    chosen = select(question, hits, index, n_sentences, qv, lexicon,
+                    search=lambda text: index.search(text, top_k, metadata_filter=metadata_filter))
+    if chosen.missing_value is not None:
+        read = ", ".join(chosen.read)
+        return Answer(question, route, "offline",
+                      f"The passages that match this question best ({read}) do not state the "
+                      f"{chosen.missing_value} it asks for.", _citations(index, chosen.read))
+    if not chosen.units:
         hit = hits[0]
         text = hit.text.strip()
         start = hit.text.find(text)
         quote = Quote(hit.chunk_id, start, start + len(text), text)
         return Answer(question, route, "offline", f"{text} [{hit.chunk_id}]", _citations(index, [hit.chunk_id]),
                       points=(quote,))
-    lex = _lexical(question, [s.text for s in cands], index.tokenizer)
-    scores = lex + 0.35 * np.asarray(rank_prior)
-    chosen = mmr(scores, _similarity([s.text for s in cands], index.tokenizer), n_sentences, lam=0.75)
-    # Keep only sentences that match the question when some do; otherwise the top chunk's best sentences.
-    if lex.max() > 0:
-        chosen = [i for i in chosen if lex[i] > 0] or chosen
-    quotes = tuple(Quote(cands[i].chunk_id, cands[i].start, cands[i].end, cands[i].text) for i in chosen)
-    lines = [f"{q.text} [{q.chunk_id}]" for q in quotes]
+    quotes = tuple(Quote(u.chunk_id, u.start, u.end, u.text) for u in chosen.units)
+    lines = [_shown(u) for u in chosen.units]
     return Answer(question, route, "offline", "\n".join(lines), _citations(index, [q.chunk_id for q in quotes]),
                   points=quotes)
+
+
+def _shown(unit: Unit) -> str:
+    """A unit as a line of the answer, with its citation: a list, table or code block keeps its own lines."""
+    if unit.kind == "sentence":
+        return f"{unit.text} [{unit.chunk_id}]"
+    return f"{unit.text.rstrip()}\n[{unit.chunk_id}]"
 
 
 # -- global -----------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The memory-query contract, spoken by ``strata search --json`` and ``POST /v1/memory/query``.
 
 Request: ``{"query_id", "search_text", "top_k", "hybrid_params": {"dense_weight", "sparse_weight",
-"rrf_k_constant"}, "metadata_filter": {...}}``. Response: ``{"query_id", "total_retrieved", "results":
+"rrf_k_constant", "graph_weight"?}, "metadata_filter": {...}}``. Response: ``{"query_id", "total_retrieved", "results":
 [{"chunk_id", "rrf_score", "text", "source"}]}`` with ``total_retrieved == len(results)``.
 
 Types are strict where JSON is ambiguous: ``top_k`` is an integer (``true`` is not 1), weights are finite
@@ -43,11 +43,15 @@ class HybridParams(BaseModel):
     dense_weight: Number = Field(1.0, ge=0, le=1000)
     sparse_weight: Number = Field(1.0, ge=0, le=1000)
     rrf_k_constant: Number = Field(60, gt=0, le=100_000)
+    graph_weight: Number | None = Field(
+        None, ge=0, le=1000, description="the graph walk's list; absent: the default decides (weighted when the "
+                                         "question names entities the index knows), 0: left out")
 
     @model_validator(mode="after")
     def _some_weight(self) -> "HybridParams":
-        if self.dense_weight == 0 and self.sparse_weight == 0:
-            raise ValueError("hybrid_params: dense_weight and sparse_weight cannot both be 0")
+        if self.dense_weight == 0 and self.sparse_weight == 0 and not self.graph_weight:
+            raise ValueError("hybrid_params: dense_weight and sparse_weight cannot both be 0 "
+                             "(unless graph_weight is above 0)")
         return self
 
 

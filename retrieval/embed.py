@@ -121,6 +121,6 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
         import openai
 
         client = openai.OpenAI(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else "not-needed",
-                               timeout=llm.request_timeout_s, max_retries=llm.max_retries)
+                               timeout=llm.timeout_s, max_retries=llm.max_retries)
         return OpenAIEmbedder(client, embedding_model, embedding_dim)
     raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, e5, hashing, openai or none)")

@@ -13,12 +13,16 @@ from typing import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
+from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
 from prompts import load_prompt
 from retrieval.answer import Answer, Citation, map_reports, pick_level
 from retrieval.index import ChunkIndex
 from retrieval.router import RouteDecision
 from core.records import Report
+
+
+MAP_MAX_TOKENS = 500
+ANSWER_MAX_TOKENS = 600  # 250 words and their bracketed sources; a runaway answer is cut here
 
 
 class _Point(BaseModel):
@@ -28,10 +32,6 @@ class _Point(BaseModel):
 
 class _Points(BaseModel):
     points: list[_Point] = Field(default_factory=list)
-
-
-def _parse_points(text: str) -> _Points:
-    return parse_json_object(text, _Points, "points schema")
 
 
 def _report_text(r: Report) -> str:
@@ -54,8 +54,9 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
 
     def map_one(report: Report) -> list[tuple[float, str, Report]]:
         try:
-            points = client.complete("global_map", [{"role": "user", "content": map_prompt.render(
-                question=question, report=_report_text(report))}], json_mode=True, parse=_parse_points)
+            points = client.complete_json("global_map", [{"role": "user", "content": map_prompt.render(
+                question=question, report=_report_text(report))}], _Points, max_tokens=MAP_MAX_TOKENS,
+                what="points schema")
         except (LLMError, ParseFailure):
             return []
         return [(p.score, p.description, report) for p in points.points if p.score > 0]
@@ -78,9 +79,9 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
     sent: list[str] = []
     try:
         if on_delta is None:
-            text = client.complete("global_reduce", messages).strip()
+            text = client.complete("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS).strip()
         else:
-            for delta in client.stream("global_reduce", messages):
+            for delta in client.stream("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS):
                 if not sent:
                     delta = delta.lstrip()
                 sent.append(delta)

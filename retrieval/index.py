@@ -1,20 +1,22 @@
 """The hybrid chunk index: BM25 and dense vectors over the same rows, fused with weighted RRF.
 
 Both engines rank only rows allowed by the metadata filter and are asked concurrently for
-``candidate_multiplier * top_k`` candidates each. The index lives in one folder beside the graph store:
+``retrieval.candidate_pool`` candidates each (and a third list, the graph walk's, joins them when the
+generation has a graph: :mod:`retrieval.graph_walk`). The index lives in one folder beside the graph store:
 ``chunks.jsonl`` (row order), BM25 arrays (``bm25.npz`` + ``bm25.json``), ``vectors.npy`` and ``index.json``.
 No pickle is used, so loading an index never runs code.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -24,7 +26,8 @@ from retrieval.embed import Embedder, embedder_languages, make_embedder
 from retrieval.language import UNDETERMINED, describe_language, detect_language, dominant, uncovered
 from retrieval.vector_cache import VectorCache
 from retrieval.filters import ColumnIndex, parse_filter
-from retrieval.fusion import adapt_weights, convex_combination, lexical_rerank, weighted_rrf
+from retrieval.fusion import adapt_weights, convex_combination, rerank_scores, weighted_rrf
+from retrieval.graph_fusion import fuse_graph, graph_list
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
 from core.records import Chunk
@@ -32,6 +35,7 @@ from core.settings import RetrievalSettings
 from core.threads import blas_limit
 
 FORMAT_VERSION = 1
+TAIL_DEPTH = 1000  # how deep the lists go for a top_k beyond retrieval.candidate_pool (the contract's largest top_k)
 
 
 class IndexMismatchError(ValueError):
@@ -57,6 +61,8 @@ class Hit:
     document_id: str
     sparse_rank: int | None
     dense_rank: int | None
+    score: float = 0.0  # the score the ranking ordered by (see SearchOutcome.ranking); rrf_score under fusion "rrf"
+    graph_rank: int | None = None  # rank in the graph walk's list (retrieval.graph_walk)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,9 @@ class SearchOutcome:
     dense_weight: float
     query_language: str
     warnings: list[str]
+    ranking: str = "rrf"  # what ordered the hits: "rrf", "convex (BM25 share a)" or "lexical rerank (...)"
+    graph_weight: float = 0.0  # the graph walk list's weight (0: not used)
+    graph_seeds: tuple[str, ...] = ()  # the entities that seeded the walk
 
 
 class RankingEngine(Protocol):
@@ -120,6 +129,7 @@ class ChunkIndex:
         self._pool: ThreadPoolExecutor | None = None
         self._columns: ColumnIndex | None = None
         self._languages: tuple[tuple[int, int], Counter[str]] | None = None  # ((rows, live rows), counts)
+        self.graph_walk: Any = None  # a retrieval.graph_walk.GraphWalk over these rows, set when a generation loads
 
     @property
     def dense_name(self) -> str:
@@ -179,14 +189,31 @@ class ChunkIndex:
             return f"BM25 alone ({self.embedder.name} is not a semantic embedder; its fusion would lower quality)" + langs
         return f"BM25 + {self.embedder.name}, {self.settings.fusion} fusion" + langs
 
-    def _embed(self, chunks: Sequence[Chunk]) -> np.ndarray:
+    def _embed_texts(self, texts: list[str], on_progress: Callable[[int], None] | None) -> np.ndarray:
+        """The embedder's vectors of ``texts``, reporting progress as each of its batches finishes (an embedder
+        that takes no callback is given 16 texts at a time), so a long embedding shows its rate and an ETA."""
+        assert self.embedder is not None
+        if on_progress is None:
+            return self.embedder.embed(texts)
+        if "on_progress" in inspect.signature(self.embedder.embed).parameters:
+            return self.embedder.embed(texts, on_progress=on_progress)  # type: ignore[call-arg]
+        parts = []
+        for start in range(0, len(texts), 16):
+            parts.append(self.embedder.embed(texts[start:start + 16]))
+            on_progress(len(parts[-1]))
+        return np.concatenate(parts) if parts else self.embedder.embed(texts)
+
+    def _embed(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Vectors of ``chunks``, from the cache when it has them; ``on_progress`` is told of every chunk."""
         assert self.embedder is not None
         if self.vector_cache is None:
-            return self.embedder.embed([c.text for c in chunks])
+            return self._embed_texts([c.text for c in chunks], on_progress)
         cached = self.vector_cache.get_many(self.embedder.name, [c.content_hash for c in chunks], self.embedder.dim)
         missing = [c for c in chunks if c.content_hash not in cached]
+        if on_progress and len(chunks) > len(missing):
+            on_progress(len(chunks) - len(missing))
         if missing:
-            fresh = self.embedder.embed([c.text for c in missing])
+            fresh = self._embed_texts([c.text for c in missing], on_progress)
             new = {c.content_hash: v for c, v in zip(missing, fresh)}
             self.vector_cache.put_many(self.embedder.name, new)
             cached.update(new)
@@ -212,34 +239,20 @@ class ChunkIndex:
             main = dominant(counts)
             langs = [main if lang == UNDETERMINED else lang for lang in langs]  # a table or a list of names
             rows = self.bm25.add(self.tokenizer(c.text, lang) for c, lang in zip(part, langs))
-            if self.vectors is not None and self.embedder is not None:
-                self.vectors.add(self._embed(part))
+            embedding = self.vectors is not None and self.embedder is not None
+            if embedding:  # progress chunk by chunk as the embedder goes (it is most of a build's time)
+                self.vectors.add(self._embed(part, on_progress))  # type: ignore[union-attr]
             for row, c, lang in zip(rows, part, langs):
                 self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, _fields(c), lang))
                 self.by_id[c.id] = row
-            if on_progress:
+            if on_progress and not embedding:
                 on_progress(len(part))
         self.bm25.commit()
         if self.vectors is not None:
             self.vectors.build_ann()
 
-    @blas_limit()
-    def remove_documents(self, document_ids: Iterable[str]) -> int:
-        """Delete every chunk of the given documents; returns how many rows were removed."""
-        docs = set(document_ids)
-        rows = [i for i, r in enumerate(self.rows) if r.document_id in docs and self.bm25.alive[i]]
-        for i in rows:
-            self.by_id.pop(self.rows[i].chunk_id, None)
-        self.bm25.delete(rows)
-        self.bm25.commit()
-        return len(rows)
-
-    @blas_limit()
-    def sync(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
-        """Make the rows exactly ``chunks`` (the store's), in chunk-id order: rows whose chunk is gone or differs
-        (text, source, metadata) are deleted, missing chunks are added (vectors from the cache when it has
-        them). Whatever runs came before, the result is the same rows in the same order. Returns (added,
-        removed)."""
+    def _sync_plan(self, chunks: Sequence[Chunk]) -> tuple[list[int], list[Chunk]]:
+        """What :meth:`sync` does: the live rows to delete (chunk gone or different) and the chunks to add."""
         want = {c.id: c for c in chunks}
         have = {self.rows[i].chunk_id: int(i) for i in np.flatnonzero(self.bm25.alive)}
         stale = []
@@ -247,11 +260,24 @@ class ChunkIndex:
             c, r = want.get(cid), self.rows[i]
             if c is None or (c.text, c.source, _fields(c)) != (r.text, r.source, r.fields):
                 stale.append(i)
+        kept = set(have).difference(self.rows[i].chunk_id for i in stale)
+        return stale, sorted((c for cid, c in want.items() if cid not in kept), key=lambda c: c.id)
+
+    def to_add(self, chunks: Sequence[Chunk]) -> int:
+        """How many chunks :meth:`sync` with ``chunks`` adds (each embedded, or its vector taken from the cache):
+        the total its progress counts to."""
+        return len(self._sync_plan(chunks)[1])
+
+    @blas_limit()
+    def sync(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+        """Make the rows exactly ``chunks`` (the store's), in chunk-id order: rows whose chunk is gone or differs
+        (text, source, metadata) are deleted, missing chunks are added (vectors from the cache when it has
+        them). Whatever runs came before, the result is the same rows in the same order. Returns (added,
+        removed)."""
+        stale, missing = self._sync_plan(chunks)
         for i in stale:
             self.by_id.pop(self.rows[i].chunk_id, None)
         self.bm25.delete(stale)
-        kept = set(have).difference(self.rows[i].chunk_id for i in stale)
-        missing = sorted((c for cid, c in want.items() if cid not in kept), key=lambda c: c.id)
         if missing:
             self.add(missing, on_progress)
         elif stale:
@@ -270,19 +296,42 @@ class ChunkIndex:
     # -- searching ------------------------------------------------------------------------------------------
     def search(self, text: str, top_k: int, dense_weight: float | None = None, sparse_weight: float | None = None,
                rrf_k: float | None = None, metadata_filter: dict[str, Any] | None = None,
-               fusion: str | None = None) -> list[Hit]:
+               fusion: str | None = None, graph_weight: float | None = None) -> list[Hit]:
         """Fused search: the hits of :meth:`search_detailed`."""
-        return self.search_detailed(text, top_k, dense_weight, sparse_weight, rrf_k, metadata_filter, fusion).hits
+        return self.search_detailed(text, top_k, dense_weight, sparse_weight, rrf_k, metadata_filter, fusion,
+                                    graph_weight).hits
 
     def search_detailed(self, text: str, top_k: int, dense_weight: float | None = None,
                         sparse_weight: float | None = None, rrf_k: float | None = None,
-                        metadata_filter: dict[str, Any] | None = None, fusion: str | None = None) -> SearchOutcome:
+                        metadata_filter: dict[str, Any] | None = None, fusion: str | None = None,
+                        graph_weight: float | None = None) -> SearchOutcome:
         """Fused search. Weights given by the caller are used exactly (the memory-query contract); without
         them the defaults apply, adapted to the query when ``retrieval.fusion`` is ``adaptive``.
+
+        Each list offers ``retrieval.candidate_pool`` candidates whatever ``top_k`` is, so the first k hits are
+        the first k for any larger ``top_k``; past the pool, the rest come from lists ``TAIL_DEPTH`` deep.
+
+        The graph walk's list (when the generation has one, :mod:`retrieval.graph_walk`) is fused as a third
+        list: ``graph_weight`` None lets the default decide (``retrieval.graph_weight`` when the question names
+        entities the index knows, else 0); 0 leaves it out.
 
         Language: when the query, or most of BM25's top chunks, are in a language the embedder does not read,
         the default gives the dense ranking no weight; given weights are still used exactly. Either way the
         outcome's ``warnings`` name the language."""
+        args = (dense_weight, sparse_weight, rrf_k, metadata_filter, fusion, graph_weight)
+        pool = self.settings.candidate_pool
+        outcome, candidates = self._ranked(text, pool, min(top_k, pool), *args)
+        if top_k > pool and candidates > pool:
+            deeper, _ = self._ranked(text, max(top_k, TAIL_DEPTH), top_k, *args)
+            have = {h.chunk_id for h in outcome.hits}
+            rest = [h for h in deeper.hits if h.chunk_id not in have][: top_k - pool]
+            outcome = replace(outcome, hits=outcome.hits + rest)
+        return outcome
+
+    def _ranked(self, text: str, depth: int, keep: int, dense_weight: float | None, sparse_weight: float | None,
+                rrf_k: float | None, metadata_filter: dict[str, Any] | None, fusion: str | None,
+                graph_weight: float | None) -> tuple[SearchOutcome, int]:
+        """The first ``keep`` fused hits of lists ``depth`` deep, and how many candidates were fused."""
         s = self.settings
         fusion = fusion or s.fusion
         explicit = dense_weight is not None or sparse_weight is not None
@@ -296,7 +345,6 @@ class ChunkIndex:
             mask = self._columns.mask(conds, self.bm25.alive)
         else:
             mask = self.bm25.alive
-        depth = top_k * s.candidate_multiplier
         q_lang = self.query_language(text)
         covered = self.embedder_languages
         warnings: list[str] = []
@@ -336,17 +384,32 @@ class ChunkIndex:
         fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])], k=rrf_k)
         rrf = dict(fused)
         if fusion in ("convex", "adaptive") and sparse and dense:
-            order = [row for row, _ in convex_combination(sparse, dense, alpha)]
+            ranked, ranking = convex_combination(sparse, dense, alpha), f"convex (BM25 share {alpha:.2f})"
         else:
-            order = [row for row, _ in fused]
+            ranked, ranking = fused, "rrf"
+        walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked)
+        if walk.rows:  # the third list: in rrf_score, and fused with the order of the other two
+            fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense]),
+                                  (walk.weight, list(walk.rows))], k=rrf_k)
+            rrf = dict(fused)
+            ranked, ranking = fuse_graph(ranked, fused, walk, ranking, rrf_k)
+        order = [row for row, _ in ranked]
+        score = dict(ranked)
         if s.rerank:
             terms = lambda t: self.tokenizer(t, self.query_language(t))  # noqa: E731  (und: the corpus's language)
-            order = lexical_rerank(text, order[: top_k * 2], self.rows, terms, rrf, s) + order[top_k * 2:]
+            window = s.candidate_pool  # not top_k: the first k hits must not depend on it
+            reranked = rerank_scores(text, order[:window], self.rows, terms, rrf, s)
+            order = sorted(order[:window], key=lambda row: -reranked[row]) + order[window:]  # stable
+            score.update(reranked)
+            ranking = "lexical rerank (rrf_score x term-match bonus)"
+        g_rank = {row: i for i, row in enumerate(walk.rows, start=1)}
         hits = []
-        for row in order[:top_k]:
+        for row in order[:keep]:
             r = self.rows[row]
-            hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row), d_rank.get(row)))
-        return SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings)
+            hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row),
+                            d_rank.get(row), score.get(row, 0.0), g_rank.get(row)))
+        return (SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings, ranking, walk.weight, walk.seeds),
+                len(order))
 
     def _language_warning(self, language: str, where: str, explicit: bool) -> str:
         name = self.embedder.name if self.embedder is not None else "the embedder"

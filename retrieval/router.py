@@ -25,8 +25,10 @@ import numpy as np
 
 from extraction.resolution import normalize_name
 from retrieval.language import describe_language
-from retrieval.router_model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, QueryEmbeddings,
-                                    RouterWeights, gather_evidence, predict, question_language, shipped_weights)
+from extraction.offline import COMMON_WORDS
+from retrieval.router_model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, LogisticModel,
+                                    QueryEmbeddings, RouterWeights, gather_evidence, predict, question_language,
+                                    shipped_weights)
 
 Route = Literal["local", "global"]
 
@@ -49,12 +51,13 @@ class RouteDecision:
     overridden: bool = False
     confidence: float = 1.0  # calibrated probability of ``route``
     both_sides: bool = False  # answered from the local hits and the community reports
+    graph_seeds: tuple[str, ...] = field(default=())  # entities that seed the graph walk (retrieval.graph_walk)
 
     def to_dict(self) -> dict[str, object]:
         return {"route": self.route, "reasons": list(self.reasons), "local_score": self.local_score,
                 "global_score": self.global_score, "entities": list(self.entities),
                 "identifiers": list(self.identifiers), "overridden": self.overridden,
-                "confidence": self.confidence, "both_sides": self.both_sides}
+                "confidence": self.confidence, "both_sides": self.both_sides, "graph_seeds": list(self.graph_seeds)}
 
 
 class EntityLexicon:
@@ -119,9 +122,48 @@ def _names(items: Sequence[str], limit: int = 5) -> str:
     return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
+_CODE_MARK = re.compile(r"[()\[\]{}<>=;`$|\\]")
+
+
+def shown_entities(names: Sequence[str]) -> list[str]:
+    """The names a reason may show: words the extractor or the lexicon took for entities but that are function
+    words ("and"), code ("With()"), common words in capitals ("POST", "MUST"), or not words at all are left out."""
+    out = []
+    for name in names:
+        bare = name.strip(" .,'’\"-")
+        letters = [ch for ch in bare if ch.isalpha()]
+        if len(letters) < 2 or _CODE_MARK.search(bare):
+            continue
+        words = bare.split()
+        if all(w.lower().strip(".'’") in COMMON_WORDS for w in words):
+            continue
+        if len(words) == 1 and bare.isupper() and bare.lower() in _CAPS_WORDS:
+            continue
+        out.append(name)
+    return list(dict.fromkeys(out))
+
+
+# Words that appear in capitals as protocol verbs or requirement keywords (HTTP methods, RFC 2119), not names.
+_CAPS_WORDS = frozenset("get post put patch delete head options trace connect must shall should may required "
+                        "recommended optional not note warning todo fixme true false null none".split())
+
+
+def _direction(model: LogisticModel | None, feature: str, default: Route) -> Route:
+    """The route that the presence of an evidence feature pushes toward in the model that decided (the sign of
+    its coefficient), so that a reason is only given for the route it argues for."""
+    if model is None or feature not in model.features:
+        return default
+    coef = float(model.coef[model.features.index(feature)])
+    return "global" if coef > 0 else "local"
+
+
+def _reasons(ev: Evidence, p_global: float, model: str, fitted: LogisticModel | None = None) -> list[str]:
+    """The reasons for the route ``p_global`` picks: what the question reads as, which model read it, and the
+    evidence that argues for that route (evidence pointing the other way is weighed by the model, not shown as
+    a reason)."""
+    route: Route = "global" if p_global >= 0.5 else "local"
     reasons: list[str] = []
-    if p_global >= 0.5:
+    if route == "global":
         reasons.append(f"reads as a question about the corpus as a whole (p={p_global:.2f})")
     else:
         reasons.append(f"reads as a question about specific facts in a few passages (p={1 - p_global:.2f})")
@@ -135,21 +177,24 @@ def _reasons(ev: Evidence, p_global: float, model: str) -> list[str]:
         written = "mostly in a script other than Latin" if ev.language == "other" else f"in {describe_language(ev.language)}"
         reasons.append(f"written {written}, which the router's embedder reads poorly: its confidence is calibrated "
                        "on such questions")
-    if ev.identifiers:
-        reasons.append("names identifiers: " + _names(ev.identifiers))
-    if ev.specific:
-        reasons.append("names specific entities in the index: " + _names(ev.specific))
-    if ev.hubs:
-        reasons.append("names entities that run through much of the corpus: " + _names(ev.hubs))
+    identifiers = shown_entities(ev.identifiers)
+    specific = shown_entities(ev.specific)
+    hubs = shown_entities(ev.hubs)
+    if identifiers and _direction(fitted, "identifiers", "local") == route:
+        reasons.append("names identifiers: " + _names(identifiers))
+    if specific and _direction(fitted, "specific_known", "local") == route:
+        reasons.append("names specific entities in the index: " + _names(specific))
+    if hubs and _direction(fitted, "hub_known", "global") == route:
+        reasons.append("names entities that run through much of the corpus: " + _names(hubs))
     if ev.concentration is not None:
-        if ev.concentration >= 2.0:
+        if ev.concentration >= 2.0 and route == "local":
             reasons.append(f"a few chunks match far better than the rest (top BM25 score {ev.concentration:.1f}x "
                            "the top-10 mean)")
-        elif ev.concentration < 1.3:
+        elif ev.concentration < 1.3 and route == "global":
             reasons.append(f"no chunk stands out lexically (top BM25 score {ev.concentration:.1f}x the top-10 mean)")
     elif not ev.has_index:
         reasons.append("no index evidence: judged from the question alone")
-    if ev.cues:
+    if ev.cues and _direction(fitted, "cues", "global") == route:
         reasons.append("generic cue words (a weak signal): " + ", ".join(repr(c) for c in dict.fromkeys(ev.cues)))
     return reasons
 
@@ -166,14 +211,16 @@ def route_question(question: str, lexicon: EntityLexicon | None = None, has_repo
     ev = gather_evidence(question, lex, scorer)
     p_global, model = predict(weights, ev, embedding, multilingual)
     route: Route = "global" if p_global >= 0.5 else "local"
-    reasons = _reasons(ev, p_global, model)
+    fitted = {"full": weights.full, "evidence": weights.evidence, "multilingual": weights.multilingual}.get(model)
+    reasons = _reasons(ev, p_global, model, fitted)
     if route == "global" and not has_reports:
         reasons.append("no community reports are indexed, so the global route is unavailable")
         route = "local"
         p_global = 0.0
     confidence = round(max(p_global, 1.0 - p_global), 4)
     return RouteDecision(route, tuple(reasons), round(1.0 - p_global, 4), round(p_global, 4),
-                         ev.specific + ev.hubs, ev.identifiers, confidence=confidence)
+                         tuple(shown_entities(ev.specific + ev.hubs)), tuple(shown_entities(ev.identifiers)),
+                         confidence=confidence)
 
 
 def forced(route: Route) -> RouteDecision:

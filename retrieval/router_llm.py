@@ -1,6 +1,7 @@
 """The LLM route classifier, asked only when the offline router is unsure.
 
-The prompt (``prompts/route.txt``) asks for one JSON object ``{"route": "local"|"global", "confidence": x}``.
+The prompt (``prompts/route.txt``) asks for one JSON object ``{"route": "local"|"global", "confidence": x}``,
+with that schema as structured output.
 The call goes through :class:`extraction.llm_client.LLMClient`, so it is cached, retried and counted like every
 other call. An answer that cannot be used (malformed JSON, an unknown route, a failed call) leaves the offline
 decision in place, with a reason saying why.
@@ -14,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, parse_json_object
+from extraction.llm_client import LLMClient, LLMError, ParseFailure
 from prompts import load_prompt
 from retrieval.router import RouteDecision
 
@@ -24,17 +25,13 @@ class RouteVerdict(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-def _parse(text: str) -> RouteVerdict:
-    return parse_json_object(text, RouteVerdict, "route schema")
-
-
 def llm_route(question: str, offline: RouteDecision, client: LLMClient, prompts_dir: Path | None = None) -> RouteDecision:
     """The LLM's route for ``question``, replacing the unsure ``offline`` decision; the offline decision
     itself when the LLM's answer is unusable."""
     prompt = load_prompt("route", prompts_dir)
     try:
-        verdict: RouteVerdict = client.complete("route", [{"role": "user", "content": prompt.render(question=question)}],
-                                                json_mode=True, parse=_parse)
+        verdict = client.complete_json("route", [{"role": "user", "content": prompt.render(question=question)}],
+                                       RouteVerdict, max_tokens=40, what="route schema")
     except (LLMError, ParseFailure) as exc:
         return replace(offline, reasons=offline.reasons + (
             f"the LLM classifier's answer could not be used ({exc}); keeping the offline decision",))

@@ -119,7 +119,8 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     """The evidence features of ``question``; with no lexicon and no scorer, the index features are neutral."""
     found = find_entities(question)
     identifiers = tuple(dict.fromkeys(f.name for f in found if f.type in IDENTIFIER_TYPES))
-    names = tuple(dict.fromkeys(f.name for f in found if f.type not in IDENTIFIER_TYPES and not f.at_start))
+    names = tuple(dict.fromkeys(f.name for f in found if f.type not in IDENTIFIER_TYPES and not f.at_start
+                                and not f.possessive))  # "Ardent's revenue" names Ardent, not a second entity
     cues = tuple(m.group(0).lower() for m in _CUE_RE.finditer(question))
     n_words = len(_WORDS.findall(question))
     has_index = lexicon is not None or scorer is not None

@@ -9,6 +9,11 @@ never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the re
 ``samples/infra-notes``) get index evidence from an offline index of that corpus; the other rows get the
 neutral index features that a question without an index gets.
 
+The both-sides threshold (the lowest confidence answered from one side) is the highest that keeps the training
+split's both-sides share at or below 9%, judged on the training rows' 5-fold out-of-fold probabilities: the
+development split's figures at that threshold are held out too. The development split is also reported by
+``style``: rows marked ``"generated"`` (formal, fully specified questions) apart from the others.
+
 Both models are L2-regularized logistic regressions with class-balanced weights, fitted by Newton's method in
 numpy. The L2 strength is chosen by 5-fold cross-validation on the training split (log loss), and a Platt
 calibration is fitted on the out-of-fold scores. Same data, same weights: folds and splits come from stable
@@ -57,6 +62,7 @@ class LabeledQuestion:
     domain: str
     corpus: str | None
     file: str
+    style: str = ""  # "generated" (formal, fully specified questions), "human" or unmarked
 
     @property
     def dev(self) -> bool:
@@ -81,7 +87,8 @@ def load_questions(paths: Iterable[Path]) -> list[LabeledQuestion]:
             if route not in ("local", "global") or not question:
                 raise ValueError(f"{path}:{n}: route must be 'local' or 'global' and the question non-empty")
             rows.append(LabeledQuestion(question, route, str(r.get("author") or Path(path).stem),
-                                        str(r.get("domain") or ""), r.get("corpus"), Path(path).name))
+                                        str(r.get("domain") or ""), r.get("corpus"), Path(path).name,
+                                        str(r.get("style") or "")))
     return rows
 
 
@@ -170,9 +177,12 @@ def _folds(rows: Sequence[LabeledQuestion]) -> np.ndarray:
 MIN_GROUP = 40  # questions in other languages needed for a calibration of their own
 
 
-def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Sequence[str]) -> tuple[LogisticModel, dict]:  # type: ignore[type-arg]
+def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Sequence[str]
+                ) -> tuple[LogisticModel, dict, np.ndarray]:  # type: ignore[type-arg]
     """Standardize, choose the L2 strength by cross-validated log loss, fit, calibrate on out-of-fold scores
-    (apart for the questions in other languages, flagged by the last feature, when there are enough of them)."""
+    (apart for the questions in other languages, flagged by the last feature, when there are enough of them).
+    Also returns each training row's out-of-fold P(global), calibrated: what the model says of a question it
+    was not fitted on, from the training split alone."""
     mu = x.mean(0)
     sd = x.std(0)
     sd[sd < 1e-9] = 1.0
@@ -202,7 +212,8 @@ def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Seque
         (ao,), bo = fit_logistic(oof[other, None], y[other], 0.0)
         platt_other = (float(ao), bo)
     model = LogisticModel(tuple(features), coef / sd, bias - float(np.sum(coef * mu / sd)), a, b, platt_other)
-    return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}
+    z = np.where(other, oof * platt_other[0] + platt_other[1], oof * a + b) if platt_other else oof * a + b
+    return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}, 1.0 / (1.0 + np.exp(-z))
 
 
 # -- evaluation --------------------------------------------------------------------------------------------
@@ -314,16 +325,29 @@ def train_weights(train: Dataset, training_info: dict) -> RouterWeights:  # type
     """The MiniLM model, the evidence-only model and, with e5 installed, the multilingual model. The
     multilingual model is trained on every language: what it learns from English questions carries over to
     the others through e5's shared space."""
+    return fit_router(train, training_info)[0]
+
+
+def fit_router(train: Dataset, training_info: dict) -> tuple[RouterWeights, np.ndarray]:  # type: ignore[type-arg]
+    """:func:`train_weights`, and the training rows' out-of-fold P(global) as the router decides (the
+    multilingual model's for rows in other languages when it is trained, the MiniLM model's for the others)."""
     folds = _folds(train.rows)
     names = ("layer3",) * train.embeddings.shape[1] + EVIDENCE_FEATURES
-    full, full_info = train_model(train.full_x(), train.y, folds, names)
-    evidence, ev_info = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
+    full, full_info, oof = train_model(train.full_x(), train.y, folds, names)
+    evidence, ev_info, _ = train_model(train.evidence, train.y, folds, EVIDENCE_FEATURES)
     info = dict(training_info, n_train=len(train.rows), full=full_info, evidence=ev_info)
     multilingual = None
     if train.multilingual is not None:
-        multilingual, info["multilingual"] = train_model(train.multilingual_x(), train.y, folds,
-                                                         ("e5",) * train.multilingual.shape[1] + EVIDENCE_FEATURES)
-    return RouterWeights(full, evidence, EMBEDDER_NAME, info, multilingual)
+        multilingual, info["multilingual"], oof_ml = train_model(
+            train.multilingual_x(), train.y, folds, ("e5",) * train.multilingual.shape[1] + EVIDENCE_FEATURES)
+        oof = np.where(train.other, oof_ml, oof)
+    return RouterWeights(full, evidence, EMBEDDER_NAME, info, multilingual), oof
+
+
+def training_threshold(oof_p_global: np.ndarray, max_both: float = MAX_BOTH_RATE) -> float:
+    """The both-sides threshold from the training split alone: :func:`choose_threshold` over the training
+    rows' cross-validated (out-of-fold) probabilities, so the development split's figures at it are held out."""
+    return choose_threshold(oof_p_global, max_both)
 
 
 def predict_both(weights: RouterWeights, data: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -358,10 +382,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         train, dev = data.take(~dev_mask), data.take(dev_mask)
         info = {"files": sorted({r.file for r in rows}), "corpora": sorted(k for k in corpora if any(r.corpus == k for r in rows)),
                 "dev_share": 0.25, "n_dev": int(dev_mask.sum())}
-        weights = train_weights(train, info)
+        weights, oof = fit_router(train, info)
+        threshold = training_threshold(oof)
+        weights.training["threshold_for_max_both_rate"] = {
+            "max_both_rate": MAX_BOTH_RATE, "threshold": threshold, "chosen_on": "training split, 5-fold out-of-fold",
+            "training_both_rate": round(float((np.maximum(oof, 1 - oof) < threshold).mean()), 4)}
         p_full, p_ev = predict_both(weights, dev)
-        threshold = choose_threshold(p_full)
-        weights.training["threshold_for_max_both_rate"] = {"max_both_rate": MAX_BOTH_RATE, "threshold": threshold}
 
         print(HEADER)
         peer = lambda d: np.array([1.0 if cue_peer(r.question) == "global" else 0.0 for r in d.rows])  # noqa: E731
@@ -369,11 +395,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(score(p_ev, dev.y, threshold).line("dev split: router without embedder"))
         print(score(peer(dev), dev.y, threshold).line("dev split: generic cue words (peer)"))
         other = dev.other
-        for name, mask in (("English", ~other), ("other languages", other)):
+        generated = np.array([r.style == "generated" for r in dev.rows])
+        for name, mask in (("English", ~other), ("other languages", other), ("style generated", generated),
+                           ("not style generated", ~generated)):
             if mask.any():
                 print(score(p_full[mask], dev.y[mask], threshold).line(f"dev split, {name}: router"))
         authors = sorted({r.author for r in rows if r.file.startswith("written")})
-        figures: dict[str, object] = {"dev": score(p_full, dev.y, threshold).accuracy, "threshold": threshold,
+        dev_scores = score(p_full, dev.y, threshold)
+        figures: dict[str, object] = {"dev": dev_scores.accuracy, "threshold": threshold,
+                                      "dev_both_rate": round(dev_scores.both_rate, 4),
+                                      "dev_right_or_both": round(dev_scores.right_or_both, 4),
                                       "dev_english": score(p_full[~other], dev.y[~other], threshold).accuracy}
         loao = []
         for held in authors:
@@ -403,7 +434,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"calibration on the dev split (ECE {ece:.3f}): confidence bin, mean confidence, accuracy, n")
         for low, conf, acc, cnt in table:
             print(f"  [{low:.2f}, {low + 0.05:.2f})  {conf:.3f}  {acc:.3f}  {cnt}")
-        print(f"threshold for both_rate <= {MAX_BOTH_RATE} on the dev split: {threshold}")
+        print(f"threshold for both_rate <= {MAX_BOTH_RATE}, chosen on the training split's out-of-fold "
+              f"probabilities (the dev split never seen): {threshold}")
     if args.check:
         def close(a: LogisticModel, b: LogisticModel) -> bool:
             calibration = lambda m: [m.bias, m.platt_a, m.platt_b, *(m.platt_other or (np.nan, np.nan))]  # noqa: E731

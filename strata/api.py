@@ -538,23 +538,33 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     @app.get("/v1/drift", responses={**ERRORS, 404: {"model": ErrorResponse, "description": "no drift report yet"}})
     async def drift(refresh: bool = Query(False, description="recompute the report now (and write it) instead of "
                                                               "serving the last one written")) -> Any:
-        from strata.pipeline import drift_dir
-
-        path = drift_dir(settings) / "drift.json"
         if refresh:
             if not _has_index(settings):
                 raise ApiError(404, ["query", "refresh"], f"no index in {settings.data_dir}: run `strata index FOLDER` "
                                                           "first", "no_index")
             await limiter.run(lambda: _refresh_drift(settings))
-        if not path.exists():
+        from strata.drift_files import served_json
+
+        engine = holder.engine  # never a report of an older generation than the one served (written again if so)
+        try:
+            body = await limiter.run(lambda: served_json(settings, engine.generation if engine is not None else 0))
+        except (ValueError, OSError) as exc:  # a damaged generation or a full disk: the message names the file
+            raise ApiError(503, [], str(exc), "drift_unavailable", {"Retry-After": "30"}) from exc
+        if body is None:
             raise ApiError(404, [], "no drift report yet: run `strata drift`, or GET /v1/drift?refresh=true",
                            "no_report")
-        return Response(path.read_bytes(), media_type="application/json")
+        return Response(body, media_type="application/json")
+
+    async def console_search(request: MemoryQueryRequest) -> Any:  # the console's memory query, limited alike
+        check_text(["body", "search_text"], request.search_text)
+        check_filter(request.metadata_filter)
+        engine = holder.get()
+        return await limiter.run(lambda: engine.search(request), search=True)
 
     from strata.web import mount_console, mount_offline_docs
 
     mount_offline_docs(app)  # /docs and /redoc with their assets served here (no CDN)
-    mount_console(app, holder.get, settings)  # the web console at / and its read-only routes
+    mount_console(app, holder.get, settings, console_search)  # the web console at / and its read-only routes
     return app
 
 

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from core.settings import StrataSettings
 from retrieval.answer import Answer, global_answer, local_answer
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
-from retrieval.index import ChunkIndex
+from retrieval.index import ChunkIndex, SearchOutcome
 from retrieval.both import both_sides_answer
 from retrieval.router import EntityLexicon, Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
+from strata.integrity import GenerationDamagedError
 from strata.stages import open_llm
 from strata.workspace import GenerationPaths, Lease, Workspace
 
@@ -52,6 +53,10 @@ class Engine:
             if (self.ws.root / "index" / "index.json").exists():  # the layout before index generations
                 raise NoIndexError(f"{self.ws.root}: the index here was written by an older version of Strata and "
                                    "has no published generation; run `strata index <folder>` once to publish one")
+            if self.ws.numbers():  # CURRENT lost or garbled, and no generation is intact
+                raise NoIndexError(f"{self.ws.root}: no intact index generation to serve (CURRENT names none, and "
+                                   f"every one in {self.ws.generations_dir} is damaged); run `strata index <folder>` "
+                                   "to rebuild one")
             raise NoIndexError(f"{self.ws.root}: no index here yet; run `strata index <folder>` first")
         self._stamp = self.ws.current_stamp()
         self._current = self._load_leased(paths)
@@ -124,7 +129,7 @@ class Engine:
             self._lease.hold(paths.number)
             try:
                 return load_generation(paths, self.settings)
-            except FileNotFoundError:
+            except (FileNotFoundError, GenerationDamagedError):  # pruned (files going) meanwhile, or damaged
                 newer = self.ws.current()
                 if newer is None or newer.number == paths.number:
                     raise
@@ -174,6 +179,11 @@ class Engine:
                 live = {self._current.number, *(r.number for r in self._retired), snap.number}
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=bool(snap.reports))
+        if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from
+            seeds = snap.index.graph_walk.link(question).names
+            if seeds:
+                reason = "the graph walk starts from the entities it names: " + ", ".join(seeds[:5])
+                decision = replace(decision, graph_seeds=seeds, reasons=(*decision.reasons, reason))
         if (self.mode == "llm" and snap.reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
             from retrieval.router_llm import llm_route
@@ -218,10 +228,27 @@ class Engine:
         if decision.route == "global":
             return global_answer(question, decision, snap.reports, snap.index, s.global_level, s.global_reports,
                                  max_points=s.answer_sentences + 2, query_vector=qv)
+        if self.mode == "llm":  # written by the LLM from the ranked passages, its citations checked
+            from retrieval.llm_local import llm_local_answer
+
+            if self._client is None:
+                self._client = open_llm(self.settings)
+            return llm_local_answer(question, decision, snap.index, self._client, s.top_k,  # type: ignore[arg-type]
+                                    s.answer_sentences, metadata_filter, query_vector=qv,
+                                    prompts_dir=self.settings.llm.prompts_dir, on_delta=on_delta)
         return local_answer(question, decision, snap.index, s.top_k, s.answer_sentences, metadata_filter,
-                            query_vector=qv)
+                            query_vector=qv, lexicon=snap.lexicon)
 
     def query(self, request: MemoryQueryRequest) -> MemoryQueryResponse:
+        outcome, generation = self.search(request)
+        results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source)
+                   for h in outcome.hits]
+        return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results,
+                                   index_generation=generation, warnings=outcome.warnings)
+
+    def search(self, request: MemoryQueryRequest) -> tuple[SearchOutcome, int]:
+        """The search behind :meth:`query`, with each hit's ranking score and ranks (the console shows them),
+        and the generation that answered."""
         snap = self.acquire()
         try:
             hp = request.hybrid_params
@@ -231,13 +258,10 @@ class Engine:
             else:
                 outcome = snap.index.search_detailed(request.search_text, request.top_k, hp.dense_weight,
                                                      hp.sparse_weight, hp.rrf_k_constant, request.metadata_filter,
-                                                     fusion="rrf")
+                                                     fusion="rrf", graph_weight=hp.graph_weight)
         finally:
             self.release(snap)
-        results = [MemoryResult(chunk_id=h.chunk_id, rrf_score=h.rrf_score, text=h.text, source=h.source)
-                   for h in outcome.hits]
-        return MemoryQueryResponse(query_id=request.query_id, total_retrieved=len(results), results=results,
-                                   index_generation=snap.number, warnings=outcome.warnings)
+        return outcome, snap.number
 
     def status(self) -> dict[str, Any]:
         """What is serving: the generation, its manifest's figures, and the last reload."""

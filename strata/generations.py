@@ -2,7 +2,9 @@
 
 A generation holds the chunk index, the entity lexicon, the communities, the entity signatures the next
 incremental run starts from, and a snapshot of the reports. The engine answers from one generation, so an
-answer never mixes reports from a graph half-way through a rewrite, and answering needs no graph store.
+answer never mixes reports from a graph half-way through a rewrite, and answering needs no graph store. Its
+manifest lists every file's size and digest; a generation is checked against it before it is loaded, trusted as
+the state the next run starts from, or taken as proof that a run changed nothing (:mod:`strata.integrity`).
 """
 
 from __future__ import annotations
@@ -11,16 +13,21 @@ import json
 import os
 import shutil
 import time
+import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from communities.leiden import entity_signatures
+from core.disk import disk_full, is_disk_full
 from core.records import Community, Entity, GraphSnapshot, Relation, Report, stable_hash
 from core.settings import StrataSettings
 from core.store.codec import report_from_row, report_row
 from retrieval.index import ChunkIndex
+from retrieval.graph_walk import walk_for_index, walk_params
 from retrieval.router import EntityLexicon, KnownEntity
+from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
 
@@ -89,29 +96,43 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
     base = base_digest(index, snapshot, communities)
     digest = reports_digest(base, reports)
     current = ws.current()
-    if current is not None and current.manifest_path.exists():
-        try:
-            if current.manifest().get("digest") == digest:
-                return current.number, False
-        except (OSError, ValueError):
-            pass
+    if current is not None and _serves_digest(current, digest):
+        if not ws.current_is_pointed(current):  # CURRENT was lost or garbled: name the generation again
+            ws.point(current.number)
+        ws.prune(keep)  # staging folders a killed or failed run left
+        return current.number, False
     number = next_number(ws)
     staged = ws.staging(number)
-    index.save(staged / "index")
-    step()
-    lexicon_from(snapshot, len(index)).save(staged / "entities.json")
-    (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
-    (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
-    (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
-    (staged / "graph.json").write_text(graph_to_json(snapshot), encoding="utf-8")
-    manifest = {"digest": digest, "base_digest": base, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "chunks": len(index),
-                "entities": len(snapshot.entities), "relations": len(snapshot.relations),
-                "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
-    step()
-    ws.publish(staged, number, manifest)
+    try:
+        index.save(staged / "index")
+        step()
+        lexicon_from(snapshot, len(index)).save(staged / "entities.json")
+        (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
+        (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
+        (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
+        (staged / "graph.json").write_text(graph_to_json(snapshot), encoding="utf-8")
+        manifest = {"digest": digest, "base_digest": base, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "chunks": len(index), "entities": len(snapshot.entities), "relations": len(snapshot.relations),
+                    "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
+        step()
+        ws.publish(staged, number, manifest)
+    except BaseException as exc:
+        shutil.rmtree(staged, ignore_errors=True)  # a failed publish leaves no staging folder behind
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            raise disk_full(exc) from exc
+        raise
     step()
     ws.prune(keep)
     return number, True
+
+
+def _serves_digest(current: GenerationPaths, digest: str) -> bool:
+    """Whether the published generation serves content with this digest and is intact (a damaged one is
+    rebuilt and published again, even when the store says nothing changed)."""
+    try:
+        return integrity.check(current).get("digest") == digest
+    except (OSError, ValueError):
+        return False
 
 
 def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info: dict[str, Any]) -> int | None:
@@ -120,8 +141,31 @@ def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info:
     current = ws.current()
     if current is None:
         return None
+    integrity.check(current)  # its files are linked into the new one: never carry damage forward
     number = next_number(ws)
     staged = ws.staging(number)
+    try:
+        _link_all_but_reports(current, staged)
+        (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
+        manifest = {**current.manifest(), **info, "reports": len(reports),
+                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        base = manifest.get("base_digest")
+        # What the next index run computes for the same content, so that it publishes nothing new.
+        manifest["digest"] = (reports_digest(base, reports) if base else
+                              stable_hash(str(manifest.get("digest", "")), reports_to_json(reports), size=16))
+        for key in ("generation", "format", "files"):
+            manifest.pop(key, None)
+        ws.publish(staged, number, manifest)
+    except BaseException as exc:
+        shutil.rmtree(staged, ignore_errors=True)  # a failed publish leaves no staging folder behind
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            raise disk_full(exc) from exc
+        raise
+    ws.prune(keep)
+    return number
+
+
+def _link_all_but_reports(current: GenerationPaths, staged: Path) -> None:
     for src in current.root.rglob("*"):
         rel = src.relative_to(current.root)
         if rel.name in ("reports.json", "manifest.json"):
@@ -133,20 +177,10 @@ def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info:
         dst.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(src, dst)
-        except OSError:
+        except OSError as exc:
+            if is_disk_full(exc):
+                raise
             shutil.copy2(src, dst)
-    (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
-    manifest = {**current.manifest(), **info, "reports": len(reports),
-                "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    base = manifest.get("base_digest")
-    # What the next index run computes for the same content, so that it publishes nothing new.
-    manifest["digest"] = (reports_digest(base, reports) if base else
-                          stable_hash(str(manifest.get("digest", "")), reports_to_json(reports), size=16))
-    manifest.pop("generation", None)
-    manifest.pop("format", None)
-    ws.publish(staged, number, manifest)
-    ws.prune(keep)
-    return number
 
 
 @dataclass
@@ -177,24 +211,91 @@ class QuerySnapshot:
 
 
 def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySnapshot:
-    index = ChunkIndex.load(paths.index_dir, settings.retrieval, llm=settings.llm)
-    return QuerySnapshot(
-        number=paths.number, index=index, lexicon=EntityLexicon.load(paths.lexicon_path),
-        reports=reports_from_json(paths.reports_path.read_text(encoding="utf-8")),
-        communities=communities_from_json(paths.communities_path.read_text(encoding="utf-8")),
-        manifest=paths.manifest(), root=paths.root)
+    """Load a published generation, after checking every file against its manifest. A damaged one raises
+    :class:`strata.integrity.GenerationDamagedError` naming the file; so does one (published before manifests
+    listed their files) whose files cannot be read or do not fit together."""
+    integrity.check(paths)
+    with _reading(paths, "index"):
+        index = ChunkIndex.load(paths.index_dir, settings.retrieval, llm=settings.llm)
+    try:
+        _check_rows(paths, index)
+        with _reading(paths, "entities.json"):
+            lexicon = EntityLexicon.load(paths.lexicon_path)
+        with _reading(paths, "reports.json"):
+            reports = reports_from_json(paths.reports_path.read_text(encoding="utf-8"))
+        with _reading(paths, "communities.json"):
+            communities = communities_from_json(paths.communities_path.read_text(encoding="utf-8"))
+        with _reading(paths, "manifest.json"):
+            manifest = paths.manifest()
+        snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, reports=reports,
+                             communities=communities, manifest=manifest, root=paths.root)
+        if (paths.root / "graph.json").exists():  # the graph walk's matrices, built once per generation
+            with _reading(paths, "graph.json"):
+                index.graph_walk = walk_for_index(snap.graph(), index, walk_params(settings.retrieval))
+    except BaseException:
+        index.close()
+        raise
+    return snap
+
+
+@contextmanager
+def _reading(paths: GenerationPaths, name: str) -> Iterator[None]:
+    """Turn a file that cannot be parsed into a refusal naming it (a missing generation stays FileNotFoundError,
+    settings that differ stay IndexMismatchError)."""
+    from retrieval.index import IndexMismatchError
+
+    try:
+        yield
+    except (FileNotFoundError, IndexMismatchError, integrity.GenerationDamagedError):
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, EOFError, OSError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, OSError) and not paths.root.is_dir():
+            raise
+        raise integrity.GenerationDamagedError(paths, name, f"cannot be read ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_rows(paths: GenerationPaths, index: ChunkIndex) -> None:
+    """The chunk rows, BM25 postings and vectors describe the same number of chunks (a file cut at a line
+    boundary parses, and would fail every query)."""
+    rows = len(index.rows)
+    counts = {"index/bm25.npz": len(index.bm25.doc_len)}
+    if index.vectors is not None and getattr(index.vectors, "matrix", None) is not None:
+        counts["index/vectors.npy"] = int(index.vectors.matrix.shape[0])
+    for name, n in counts.items():
+        if n != rows:
+            raise integrity.GenerationDamagedError(paths, "index/chunks.jsonl",
+                                                   f"holds {rows} chunks where {name} holds {n}")
 
 
 def previous_state(ws: Workspace) -> tuple[list[Community] | None, dict[str, str] | None]:
     """The communities and entity signatures of the last finished run (the published generation): what an
-    incremental run starts from. A run that did not finish published nothing, so it never seeds the next one."""
-    current = ws.current()
+    incremental run starts from. A run that did not finish published nothing, so it never seeds the next one.
+    When these files of the published generation are damaged, those of the newest generation where they are
+    intact (else none: communities are detected afresh)."""
+    current = _intact(ws, ("communities.json", "entity_signatures.json"))
     if current is None or not current.communities_path.exists():
         return None, None
     communities = communities_from_json(current.communities_path.read_text(encoding="utf-8"))
     signatures = (json.loads(current.signatures_path.read_text(encoding="utf-8"))
                   if current.signatures_path.exists() else None)
     return communities, signatures
+
+
+def _intact(ws: Workspace, prefixes: Sequence[str], older: bool = True) -> GenerationPaths | None:
+    """The published generation if its files under ``prefixes`` are intact; else (``older``) the newest older
+    generation where they are; else None."""
+    current = ws.current()
+    if current is None:
+        return None
+    candidates = [current] + ([ws.generation(n) for n in reversed(ws.numbers()) if n < current.number] if older else [])
+    for paths in candidates:
+        try:
+            for prefix in prefixes:
+                integrity.check(paths, prefix)
+            return paths
+        except (integrity.GenerationDamagedError, FileNotFoundError):
+            continue
+    return None
 
 
 def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> ChunkIndex:
@@ -205,7 +306,7 @@ def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> 
     from retrieval.vector_cache import VectorCache
 
     cache = VectorCache(ws.root / "vectors.sqlite")
-    current = None if fresh else ws.current()
+    current = None if fresh else _intact(ws, ("index/",), older=False)  # a damaged index is built afresh
     folder = current.index_dir if current else None
     if folder is not None:
         try:

@@ -15,7 +15,7 @@ from core.records import Chunk, Community, GraphSnapshot, LoadProblem, Report
 from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.chunking import chunk_document
-from extraction.loader import load_folder
+from strata.folders import load_planned, plan_folders
 from strata.generations import republish_reports, reports_to_json
 from strata.stages import (IndexRun, Progress, make_report_writer, no_progress, open_llm, open_session, stage_communities,
                            stage_extract, stage_index, stage_merge, stage_plan, stage_publish, stage_remove,
@@ -27,18 +27,22 @@ if TYPE_CHECKING:
     from communities.drift import DriftReport
 
 
-def index_folder(folder: Path | str, settings: StrataSettings, progress: Progress = no_progress,
+def index_folder(folder: Path | str | None, settings: StrataSettings, progress: Progress = no_progress,
                  prune: bool = True, store: GraphStore | None = None, report_policy: str = "changed",
-                 full: bool = False) -> IndexRun:
+                 full: bool = False, other_folder: str = "refuse") -> IndexRun:
     """Index (or incrementally re-index) a folder into the workspace: only new and changed documents are
     chunked and extracted; deleted ones are removed; communities are recomputed and reports refreshed where
     their inputs changed (``report_policy="missing"`` defers that to ``strata drift --refresh``); the result is
     published as a new index generation. ``full`` rebuilds everything from the folder: every document is
     extracted again (LLM calls come from the response cache), the chunk index is rebuilt, communities are
-    detected afresh and every report is written again."""
+    detected afresh and every report is written again.
+
+    ``folder`` must be one the workspace indexes (None: all of them), unless ``other_folder`` is ``add`` (index
+    it beside them) or ``replace`` (index only it); see :mod:`strata.folders`."""
     progress("load", 0, None)
-    loaded = load_folder(folder)
-    session = open_session(folder, settings, loaded, progress, store, full)
+    plan = plan_folders(Workspace(Path(settings.data_dir)), folder, other_folder)
+    loaded = load_planned(plan)
+    session = open_session(plan.source, settings, loaded, progress, store, full, plan)
     try:
         changes = stage_plan(session, loaded, prune)
         stage_remove(session, list(changes.deleted) + [d.id for d in changes.changed])
@@ -50,10 +54,11 @@ def index_folder(folder: Path | str, settings: StrataSettings, progress: Progres
         stage_reports(session, snapshot, communities, report_policy)
         stage_index(session)
         run = stage_publish(session, snapshot, communities)
+        # Under the run lock: the drift files (and history) of the published generation, written again whenever
+        # they describe another one (this run's publish, or one a killed run published).
+        record_drift(settings)
     finally:
         session.close()
-    if run.published:
-        record_drift(settings, store)
     return run
 
 
@@ -92,57 +97,56 @@ def _drift(settings: StrataSettings, inputs: ReportInputs) -> "DriftReport":
 
 
 def drift_report(settings: StrataSettings, store: GraphStore | None = None) -> "DriftReport":
-    """The drift report of the workspace's current reports against its current graph and communities."""
-    own = store is None
-    store = store or open_store(settings)
-    try:
-        return _drift(settings, ReportInputs.read(store))
-    finally:
-        if own:
-            store.close()
+    """The drift report of the published generation: its reports against its graph and communities (never a
+    store an index run is half-way through). With ``store``: of what that store holds now."""
+    if store is None:
+        from strata.drift_files import generation_drift
+
+        return generation_drift(settings, Workspace(Path(settings.data_dir)).current())
+    return _drift(settings, ReportInputs.read(store))
 
 
 def drift_dir(settings: StrataSettings) -> Path:
     """Where index runs, `strata drift` and the API keep the last drift report (drift.md, .json, .html)."""
-    return Path(settings.data_dir) / "drift"
+    from strata.drift_files import drift_dir as folder
+
+    return folder(settings)
 
 
 def drift_history_path(settings: StrataSettings) -> Path:
-    return Path(settings.data_dir) / "drift_history.jsonl"
+    from strata.drift_files import history_path
+
+    return history_path(settings)
 
 
 def read_drift_history(settings: StrataSettings) -> list[dict[str, Any]]:
-    path = drift_history_path(settings)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    from strata.drift_files import read_history
+
+    return read_history(settings)
 
 
 def write_drift_files(report: "DriftReport", settings: StrataSettings, out_dir: Path | None = None,
-                      history_point: dict[str, Any] | None = None) -> dict[str, Path]:
-    """Write drift.md, drift.json and drift.html. ``history_point`` (given by index runs, one per run that
-    published a generation) is appended to the workspace's drift history first; `strata drift` adds none."""
-    from communities.drift_render import to_html, to_json, to_markdown
+                      history_point: dict[str, Any] | None = None, generation: int | None = None) -> dict[str, Path]:
+    """Write drift.md, drift.html and drift.json (each atomically; drift.json names the generation described,
+    by default the published one). ``history_point`` is appended to the workspace's drift history first."""
+    from strata.drift_files import history_path, write_files
+    from strata.jsonlog import append_jsonl
 
-    out = Path(out_dir or drift_dir(settings))
-    out.mkdir(parents=True, exist_ok=True)
     if history_point is not None:
-        with open(drift_history_path(settings), "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(history_point) + "\n")
-    history = read_drift_history(settings)
-    paths = {"markdown": out / "drift.md", "json": out / "drift.json", "html": out / "drift.html"}
-    paths["markdown"].write_text(to_markdown(report), encoding="utf-8")
-    paths["json"].write_text(to_json(report), encoding="utf-8")
-    paths["html"].write_text(to_html(report, history), encoding="utf-8")
-    return paths
+        append_jsonl(history_path(settings), history_point)
+    if generation is None:
+        generation = Workspace(Path(settings.data_dir)).current_number()
+    return write_files(report, generation, settings, out_dir)
 
 
 def record_drift(settings: StrataSettings, store: GraphStore | None = None) -> dict[str, Path]:
-    """After an index run that published a generation: the drift report's files and one history point."""
-    report = drift_report(settings, store)
-    current = Workspace(Path(settings.data_dir)).current_number()
-    point = {"generated_at": report.generated_at, "generation": current, "totals": report.totals}
-    return write_drift_files(report, settings, history_point=point)
+    """After an index run: the published generation's drift files, written again when they describe another
+    generation, and its history point when the history has none. ``store`` is not read (kept for callers)."""
+    from strata.drift_files import sync
+
+    sync(settings, history=True)
+    out = drift_dir(settings)
+    return {"markdown": out / "drift.md", "json": out / "drift.json", "html": out / "drift.html"}
 
 
 def refresh_reports(settings: StrataSettings, threshold: float, progress: Progress = no_progress,
@@ -199,7 +203,10 @@ def _serves(ws: Workspace, reports: list[Report]) -> bool:
     current = ws.current()
     if current is None or not current.reports_path.exists():
         return True  # nothing published to bring in line
-    return json.loads(current.reports_path.read_text(encoding="utf-8")) == json.loads(reports_to_json(reports))
+    try:
+        return json.loads(current.reports_path.read_text(encoding="utf-8")) == json.loads(reports_to_json(reports))
+    except (OSError, ValueError):  # damaged: publishing refuses it with a message naming the file
+        return False
 
 
 def write_reports_for(settings: StrataSettings, inputs: ReportInputs, writer: Any, force: list[str],

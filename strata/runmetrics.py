@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
@@ -80,6 +80,8 @@ class RunFigures:
     generation: int | None
     published: bool
     mode: str
+    # (stage, path) -> structured answers by the path they took: schema_valid, repaired, unusable
+    llm_answers: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, run: dict[str, Any], llm: LLMSettings) -> "RunFigures":
@@ -94,7 +96,9 @@ class RunFigures:
                    int(run.get("report_fallbacks", 0)), int(run.get("reports_written", 0)),
                    {stage: int(u.get("calls", 0)) for stage, u in usage.items()}, tokens, round(cost, 6),
                    dict(run.get("stage_seconds") or {}), float(run.get("seconds", 0.0)), run.get("generation"),
-                   bool(run.get("published")), str(run.get("mode", "")))
+                   bool(run.get("published")), str(run.get("mode", "")),
+                   {(stage, p): int(u[p]) for stage, u in usage.items()
+                    for p in ("schema_valid", "repaired", "unusable") if u.get(p)})
 
     def rows(self) -> list[tuple[str, str]]:
         """(what, value) rows for a summary table (the Prefect artifact)."""
@@ -142,6 +146,9 @@ def _families(f: RunFigures, finished_at: float, runs_recorded: int) -> Iterator
                 samples={(s,): v for s, v in f.llm_calls.items()})
     yield gauge("strata_index_run_llm_tokens", "LLM tokens of the last index run", labels=["stage", "direction"],
                 samples=dict(f.llm_tokens))
+    yield gauge("strata_index_run_llm_answers", "structured LLM answers of the last index run by stage and by the "
+                "path they took (schema_valid: valid as they came; repaired; unusable)", labels=["stage", "path"],
+                samples=dict(f.llm_answers))
     yield gauge("strata_index_run_llm_cost_usd", "estimated LLM cost of the last index run (llm.price_*_per_1k)",
                 f.llm_cost_usd)
     yield gauge("strata_index_run_generation", "the generation serving after the last index run",

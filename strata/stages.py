@@ -11,6 +11,7 @@ the store went away) ends where an uninterrupted run does.
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -30,14 +31,17 @@ from extraction.ledger import ChunkFailure, FailureLedger
 from extraction.loader import LoadResult
 from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
+from extraction.titles import with_titles
 from extraction.types import ExtractionResult, Extractor
 from retrieval.index import ChunkIndex
 from strata.generations import open_index, previous_state, write_generation
+from strata.jsonlog import append_jsonl
 from strata.runmetrics import record_index_run, timed_stage
 from strata.workspace import RunLock, Workspace
 
 if TYPE_CHECKING:
     from extraction.llm_client import LLMClient
+    from strata.folders import FolderPlan
 
 # A progress callback: (stage name, units done now, total units or None).
 Progress = Callable[[str, int, int | None], None]
@@ -71,6 +75,8 @@ class IndexRun:
     reports_written: int = 0
     reports_kept: int = 0
     problems: list[dict[str, str]] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)  # files with no text (front matter only): skipped, no failure
+    unsupported: dict[str, int] = field(default_factory=dict)  # files of other types left out, by extension
     failed_chunks: int = 0
     failures: list[dict[str, object]] = field(default_factory=list)
     llm_usage: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -202,12 +208,22 @@ class IndexSession:
 
 
 def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResult, progress: Progress = no_progress,
-                 store: GraphStore | None = None, full: bool = False) -> IndexSession:
-    """Take the workspace's run lock and open the store, the LLM client and the failure ledger."""
+                 store: GraphStore | None = None, full: bool = False,
+                 folders: "FolderPlan | None" = None) -> IndexSession:
+    """Take the workspace's run lock, record the run's folders (``folders``: checked again under the lock, see
+    :mod:`strata.folders`) and open the store, the LLM client and the failure ledger. In LLM mode chunks are
+    sized to fit the model's context window (extraction/llm_context.py)."""
+    from extraction.llm_context import fit_to_context
+
+    settings = fit_to_context(settings)
     ws = Workspace(Path(settings.data_dir))
     ws.root.mkdir(parents=True, exist_ok=True)
     lock = ws.lock().__enter__()
     try:
+        if folders is not None:
+            from strata.folders import commit_plan
+
+            commit_plan(ws, folders)
         own_store = store is None
         store = store or open_store(settings)
     except BaseException:
@@ -221,7 +237,8 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
-                   recovered=recovering, started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                   empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
+                   started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     return IndexSession(settings, ws, store, client, ledger, extractor, run, progress, own_store, time.perf_counter(),
                         lock, recovering, full)
 
@@ -291,12 +308,14 @@ def store_placeholders(session: IndexSession, batch: Batch) -> None:
         session.store.upsert_chunks(chunks)
 
 
-def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult) -> tuple[int, int]:
+def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult,
+                counted: bool = False) -> tuple[int, int]:
     """Store a batch's extraction: each chunk's raw extraction beside it, entities and relations (their merged
     fields are provisional until the merge stage), failures in the ledger, and last each document's revision,
     left empty when any of its chunks failed, so a crash mid-way or a failed chunk leaves it marked as changed
     and the next run redoes it (calls that succeeded come from the response cache). Returns (done, failed)."""
     store, settings, ledger = session.store, session.settings, session.ledger
+    result = with_titles(batch, result)  # a document's title is an entity its passages mention
     by_chunk = {x.chunk_id: x for x in result.extractions}
     failures_by_chunk = {f.chunk_id: f for f in result.failures}
     store.save_extractions([(cid, extraction_to_json(x)) for cid, x in sorted(by_chunk.items())])
@@ -314,13 +333,14 @@ def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult) -
             ledger.clear_document(doc.id)
             store.upsert_documents([replace(doc, content_hash=revision(doc))])
         done += len(chunks)
-        session.progress("extract", len(chunks), None)
+        # Each document stored is told (with no advance when the extraction has counted its chunks already).
+        session.progress("extract", 0 if counted else len(chunks), None)
     return done, failed
 
 
-def _store_extracted(session: IndexSession, batch: Batch, result: ExtractionResult) -> int:
+def _store_extracted(session: IndexSession, batch: Batch, result: ExtractionResult, counted: bool = False) -> int:
     store_placeholders(session, batch)
-    done, failed = store_batch(session, batch, result)
+    done, failed = store_batch(session, batch, result, counted)
     session.run.failed_chunks += failed
     session.run.chunks_extracted += done
     return done
@@ -329,9 +349,36 @@ def _store_extracted(session: IndexSession, batch: Batch, result: ExtractionResu
 @timed_stage("extract")
 def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     """Chunk, extract and store documents in this process, batch by batch (a batch's chunks are extracted
-    together, concurrently in LLM mode); returns chunks done."""
-    return sum(_store_extracted(session, batch, session.extractor.extract(batch_chunks(batch)))
+    together, concurrently in LLM mode); returns chunks done. Progress is told often, so the bar shows a rate
+    and an ETA: an extractor that reports each chunk as it finishes (the LLM's) does; another (the offline one,
+    which judges each document from all of its chunks and nothing else) is given a batch's documents a few at a
+    time, which extracts the same."""
+    extract = session.extractor.extract
+    per_chunk = "on_progress" in inspect.signature(extract).parameters
+    tick = lambda n: session.progress("extract", n, None)  # noqa: E731
+
+    def extracted(batch: Batch) -> ExtractionResult:
+        if per_chunk:
+            return extract(batch_chunks(batch), on_progress=tick)  # type: ignore[call-arg]
+        parts = []
+        for group in document_groups(batch):
+            parts.append(extract(batch_chunks(group)))
+            tick(len(batch_chunks(group)))
+        return ExtractionResult(tuple(x for r in parts for x in r.extractions),
+                                tuple(f for r in parts for f in r.failures))
+
+    return sum(_store_extracted(session, batch, extracted(batch), True)
                for batch in plan_batches(docs, session.settings))
+
+
+def document_groups(batch: Batch, chunks: int = 16) -> list[Batch]:
+    """A batch cut into runs of whole documents of about ``chunks`` chunks each."""
+    groups: list[Batch] = [[]]
+    for doc, cs in batch:
+        if groups[-1] and sum(len(c) for _, c in groups[-1]) >= chunks:
+            groups.append([])
+        groups[-1].append((doc, cs))
+    return [g for g in groups if g]
 
 
 @timed_stage("extract")
@@ -458,10 +505,11 @@ def stage_communities(session: IndexSession, snapshot: GraphSnapshot, graph_chan
     stand."""
     session.progress("communities", 0, None)
     previous, signatures = (None, None) if session.full else previous_state(session.ws)
-    if previous is not None and not graph_changed and not session.recovering:
+    touched = changed_entities(signatures, entity_signatures(snapshot)) if signatures is not None else None
+    # (touched: the state may come from an older generation, when the published one's files are damaged)
+    if previous is not None and not graph_changed and not session.recovering and not touched:
         communities = previous
     else:
-        touched = changed_entities(signatures, entity_signatures(snapshot)) if signatures is not None else None
         communities = detect_communities(snapshot, session.settings.communities, previous or (), touched)
     communities = sorted(communities, key=lambda c: (c.level, c.id))
     stored = session.store.communities()
@@ -559,8 +607,7 @@ def stage_index(session: IndexSession) -> ChunkIndex:
     session.index = index
     session.run.embedder = index.describe()
     chunks = session.store.all_chunks()
-    present = {r.chunk_id for r in index.rows}
-    todo = sum(1 for c in chunks if c.id not in present)
+    todo = index.to_add(chunks)  # new chunks and changed ones: the embed stage's total, so it has an ETA
     session.progress("embed", 0, todo or None)
     index.sync(chunks, on_progress=lambda n: session.progress("embed", n, todo))
     session.run.chunks_total = len(index)
@@ -585,7 +632,6 @@ def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: S
     ws.pending_path.unlink(missing_ok=True)
     run.stage_seconds["publish"] = round(time.perf_counter() - publish_started, 3)
     run.seconds = round(time.perf_counter() - session.started, 3)
-    with open(ws.runs_path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(run.to_dict()) + "\n")
+    append_jsonl(ws.runs_path, run.to_dict())  # one whole line, after any line a torn write left
     record_index_run(ws.root, run.to_dict(), session.settings.llm)  # <data-dir>/metrics/index.prom and a log line
     return run

@@ -101,14 +101,26 @@ class Workspace:
     def current_number(self) -> int | None:
         """The published generation's number, or None before the first run finished."""
         try:
-            text = self.current_path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
+            text = self.current_path.read_bytes().decode("ascii").strip()
+        except (FileNotFoundError, UnicodeDecodeError):  # lost or garbled: see current()
             return None
         return int(text) if text.isdigit() else None
 
     def current(self) -> GenerationPaths | None:
+        """The published generation: the one ``CURRENT`` names, or, when ``CURRENT`` is lost, empty, garbled or
+        names no generation, the newest intact one (see :mod:`strata.integrity`)."""
         n = self.current_number()
-        return None if n is None else self.generation(n)
+        if n is not None and self.generation(n).root.is_dir():
+            return self.generation(n)
+        if not self.numbers():
+            return None
+        from strata.integrity import newest_intact
+
+        return newest_intact(self)
+
+    def current_is_pointed(self, paths: GenerationPaths) -> bool:
+        """Whether ``CURRENT`` itself names ``paths`` (False when :meth:`current` fell back to it)."""
+        return self.current_number() == paths.number
 
     def current_stamp(self) -> tuple[int, int] | None:
         """A cheap change detector for readers: the pointer file's inode and modification time (one stat)."""
@@ -134,20 +146,31 @@ class Workspace:
 
     def publish(self, staged: Path, number: int, manifest: dict[str, Any]) -> GenerationPaths:
         """Move a staged folder into place and point ``CURRENT`` at it; both steps are renames."""
-        manifest = {"format": GENERATION_FORMAT, "generation": number, **manifest}
+        from strata.integrity import describe_files
+
+        # Every file with its size and digest: checked before the generation is served or trusted.
+        manifest = {"format": GENERATION_FORMAT, "generation": number, **manifest, "files": describe_files(staged)}
         (staged / "manifest.json").write_text(json.dumps(manifest, indent=1, ensure_ascii=False), encoding="utf-8")
         _fsync_dir(staged)
         final = self.generation(number)
         if final.root.exists():  # left by a run killed between these two renames: it never served
             shutil.rmtree(final.root)
         os.replace(staged, final.root)
-        tmp = self.current_path.with_name(f"CURRENT.{os.getpid()}.tmp")
-        tmp.write_text(f"{number}\n", encoding="ascii")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.current_path)
-        _fsync_dir(self.root)
+        self.point(number)
         return final
+
+    def point(self, number: int) -> None:
+        """Make ``CURRENT`` name generation ``number`` (written aside, then renamed over it)."""
+        tmp = self.current_path.with_name(f"CURRENT.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(f"{number}\n", encoding="ascii")
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.current_path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.root)
 
     def numbers(self) -> list[int]:
         if not self.generations_dir.exists():
@@ -230,7 +253,8 @@ class RunLock:
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._fh.close()
-            raise IndexLockedError(f"another index run is using {self.path.parent}; wait for it to finish") from None
+            raise IndexLockedError(f"another index run is using {self.path.parent}; run this one again when it "
+                                   "has finished") from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -263,8 +287,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def iter_runs(root: Path) -> Iterator[dict[str, Any]]:
-    path = Workspace(root).runs_path
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                yield json.loads(line)
+    """The run log's records, oldest first (a line torn by a crash is skipped; see :mod:`strata.jsonlog`)."""
+    from strata.jsonlog import read_jsonl
+
+    yield from read_jsonl(Workspace(root).runs_path)

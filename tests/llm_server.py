@@ -7,6 +7,11 @@ Default answers are deterministic and depend only on the prompt:
 - community report, description merge, global map and reduce: small valid answers.
 ``enqueue`` adds faults for the next matching requests: an HTTP status (429 with Retry-After, 500), a delay
 (past the client's timeout), or a replacement body (malformed, truncated or schema-ignoring JSON).
+``response_format`` is accepted in the forms OpenAI and llama.cpp's servers take (``json_schema``, ``json_object``
+with or without a ``schema``, ``text``); ``ServerState.accepted_formats`` narrows them to emulate an endpoint that
+rejects a form (with ``reject_status``: 422 by default; llama-cpp-python's server answers ``json_schema`` with a
+500 naming ``response_format``), and a malformed one is a 400. The
+schema is not enforced: scripted answers show what an endpoint that ignores it returns.
 A request with ``"stream": true`` gets server-sent events as OpenAI sends them: ``chat.completion.chunk`` objects,
 one per word of the answer (``stream_delay`` seconds apart), then ``data: [DONE]``; a fault's ``break_after``
 ends such a stream with an error event after that many chunks.
@@ -44,6 +49,8 @@ class ServerState:
     in_flight: int = 0
     max_in_flight: int = 0
     stream_delay: float = 0.0  # seconds between the chunks of a streamed answer
+    accepted_formats: frozenset[str] = frozenset({"json_schema", "json_object_schema", "json_object", "text"})
+    reject_status: int = 422
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -60,11 +67,31 @@ def passage_entities(passage: str) -> list[str]:
     return list(seen)
 
 
+def format_kind(fmt: Any) -> str | None:
+    """The form of a ``response_format`` field (``json_object_schema`` for a json_object with a schema), or None
+    when it is malformed."""
+    if not isinstance(fmt, dict):
+        return None
+    kind = fmt.get("type")
+    if kind == "json_schema":
+        spec = fmt.get("json_schema")
+        ok = isinstance(spec, dict) and isinstance(spec.get("name"), str) and isinstance(spec.get("schema"), dict)
+        return "json_schema" if ok else None
+    if kind == "json_object":
+        if "schema" in fmt:
+            return "json_object_schema" if isinstance(fmt["schema"], dict) else None
+        return "json_object"
+    return "text" if kind == "text" else None
+
+
 def default_answer(messages: list[dict[str, str]]) -> str:
     first = messages[0]["content"]
     last = messages[-1]["content"]
-    if "Passage:\n<<<" in first:
-        passage = first.split("<<<", 1)[1].rsplit(">>>", 1)[0]
+    # An extraction: the instructions, a worked example as an earlier turn, then the passage (the last user
+    # message holding one).
+    passages = [m["content"] for m in messages if m["role"] == "user" and "Passage:\n<<<" in m["content"]]
+    if passages:
+        passage = passages[-1].split("<<<", 1)[1].rsplit(">>>", 1)[0]
         names = passage_entities(passage)
         glean_rounds = sum(1 for m in messages if m["role"] == "user" and "may have been missed" in m["content"])
         if "may have been missed" in last and glean_rounds == 1:
@@ -90,6 +117,9 @@ def default_answer(messages: list[dict[str, str]]) -> str:
                                          "chunk_ids": cited[:2]}]})
     if first.startswith("Merge these descriptions"):
         return "A merged description."
+    if first.startswith("Answer the question from the passages"):
+        ids = re.findall(r"^\[([^\]\s]+)\]", first, re.MULTILINE)
+        return json.dumps({"claims": [{"text": "The passages answer it.", "chunk_id": i} for i in ids[:2]]})
     if "List the points of the report" in first:
         return json.dumps({"points": [{"description": "A point from the report.", "score": 70}]})
     if "These points were gathered" in first:
@@ -171,6 +201,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             messages = body.get("messages", [])
             prompt = "\n".join(m.get("content", "") for m in messages)
+            fmt = body.get("response_format")
+            if fmt is not None:
+                kind = format_kind(fmt)
+                if kind is None:
+                    self._send(400, {"error": {"message": f"malformed response_format: {fmt!r}", "type": "test"}})
+                    return
+                if kind not in self.state.accepted_formats:
+                    self._send(self.state.reject_status,
+                               {"error": {"message": f"response_format {kind} is not supported", "type": "test"}})
+                    return
             fault = self._take_fault(prompt)
             if fault and fault.delay:
                 time.sleep(fault.delay)
@@ -179,6 +219,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(fault.status, {"error": {"message": f"injected {fault.status}", "type": "test"}}, headers)
                 return
             content = fault.content if fault and fault.content is not None else default_answer(messages)
+            if (fmt is not None and messages and messages[0].get("content", "").startswith("Merge these descriptions")
+                    and not content.lstrip().startswith("{")):  # asked for JSON, a merge answers in its schema
+                content = json.dumps({"description": content})
             if body.get("stream"):
                 self._stream(body, content, fault.break_after if fault else None)
                 return
@@ -223,6 +266,8 @@ class FakeLLMServer:
             self.state.faults.clear()
             self.state.history.clear()
             self.state.max_in_flight = 0
+            self.state.accepted_formats = ServerState.accepted_formats
+            self.state.reject_status = ServerState.reject_status
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:

@@ -51,7 +51,10 @@ def test_reindex_and_drift_flows(harness, tmp_path: Path) -> None:
     ws = str(tmp_path / "ws")
     reindex_flow(str(folder), ws)
     target = folder / "ledger-service.md"
-    target.write_text(target.read_text() + "\nThe ledger-service moved to v3.9.0 in August.\n")
+    # The edit ties a new service to entities of existing communities (a version and a month alone are not
+    # entities, so an edit of only those would change no community's members or relations).
+    target.write_text(target.read_text() + "\nThe fraud-service reads the ledger.events topic in Kafka and checks every "
+                      "payment against PostgreSQL before the billing-service invoices it.\n")
     run = reindex_flow(str(folder), ws, report_policy="missing")
     assert run["changed"] == 1 and run["reports_kept"] > 0
     result = drift_report_flow(ws, str(tmp_path / "drift"))
@@ -59,3 +62,20 @@ def test_reindex_and_drift_flows(harness, tmp_path: Path) -> None:
     assert Path(result["files"]["html"]).exists()
     refreshed = drift_report_flow(ws, str(tmp_path / "drift"), refresh_threshold=0.0)
     assert refreshed["totals"]["fresh"] == refreshed["totals"]["reports"]
+
+
+def test_reindex_flow_without_folder_uses_the_workspace_folder(harness, tmp_path: Path) -> None:
+    """What the nightly deployment runs: no `folder`; the workspace's recorded folder is reindexed, and a folder
+    of other documents is refused, naming the parameter, before anything is touched."""
+    from flows.index import index_flow
+    from flows.params import FlowParameterError
+    from flows.reindex import reindex_flow
+
+    folder = tmp_path / "notes"
+    shutil.copytree(ROOT / "samples" / "infra-notes", folder)
+    ws = str(tmp_path / "ws")
+    index_flow(str(folder), ws)
+    again = reindex_flow(data_dir=ws)
+    assert again["unchanged"] == 6 and again["deleted"] == 0 and again["source"] == str(folder.resolve())
+    with pytest.raises(FlowParameterError, match="parameter 'folder'.*other_folder='add'"):
+        index_flow(str(ROOT / "samples"), ws)

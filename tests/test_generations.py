@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from bench.kill import observable_state, state_differences
 from core.settings import StrataSettings
 from core.store import StoreError, open_store
 from strata.engine import Engine
@@ -76,36 +77,13 @@ def run_killed(folder: Path, conf: dict[str, Any], stage: str, after: int) -> No
 
 
 def state(settings: StrataSettings) -> dict[str, Any]:
-    """Everything a user can observe, field by field (report timestamps aside)."""
-    store = open_store(settings)
-    try:
-        snap = store.read_graph()
-        reports = [replace(r, created_at="") for r in store.reports()]
-        communities = store.communities()
-        docs = store.document_hashes()
-    finally:
-        store.close()
-    engine = Engine(settings)
-    try:
-        hits = {q: [(h.chunk_id, round(h.rrf_score, 12), h.source) for h in engine.index.search(q, 10)] for q in QUERIES}
-        served = {"reports": [replace(r, created_at="") for r in engine.reports()],
-                  "communities": engine.current.communities, "chunks": [r.chunk_id for r in engine.index.rows]}
-    finally:
-        engine.close()
-    return {"entities": list(snap.entities), "relations": list(snap.relations), "communities": communities,
-            "reports": reports, "documents": docs, "hits": hits, "served": served}
+    """Everything a user can observe, field by field (report timestamps aside): bench.kill's comparison."""
+    return observable_state(settings, QUERIES)
 
 
 def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
-    for key in want:
-        if key in ("entities", "relations", "reports", "communities"):
-            g, w = {x.id if hasattr(x, "id") else x.community_id: x for x in got[key]}, \
-                   {x.id if hasattr(x, "id") else x.community_id: x for x in want[key]}
-            assert g.keys() == w.keys(), f"{key}: ids differ: {sorted(g.keys() ^ w.keys())[:5]}"
-            diff = [k for k in w if g[k] != w[k]]
-            assert not diff, f"{key} differ, e.g. {g[diff[0]]!r} vs {w[diff[0]]!r}"
-        else:
-            assert got[key] == want[key], f"{key} differ"
+    differences = state_differences(got, want)
+    assert not differences, "; ".join(differences)
 
 
 @pytest.fixture

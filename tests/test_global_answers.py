@@ -9,6 +9,8 @@ import pytest
 from communities.context import GraphIndex
 from communities.reports import ExtractiveReportWriter, write_reports
 from communities.sentences import lexrank, mmr, normalized, whole_sentences
+from communities.titles import made_of_words
+from extraction.junk import FUNCTION_WORDS
 from core.records import Chunk, Community, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings, RetrievalSettings
 from core.store.codec import findings_from_json, findings_to_json
@@ -83,7 +85,10 @@ def test_reports_quote_whole_sentences_with_offsets_and_titles_that_are_not_name
         for f in r.findings:
             assert texts[f.chunk_ids[0]][f.start:f.end] == f.text
             assert f.text.rstrip("”\"'").endswith((".", "!", "?"))
-        assert ":" in r.title and " and " in r.title.split(":", 1)[1]
+        # A title says what links the community's main entities, in words (not "X: a, b and c" keywords).
+        assert made_of_words(r.title) and ":" not in r.title
+        assert any(w.islower() and w not in FUNCTION_WORDS for w in r.title.split())  # a verb or a noun, not names only
+    assert len({r.title for r in reports}) == len(reports)
     assert findings_from_json(findings_to_json(reports[0].findings)) == reports[0].findings
 
 

@@ -61,7 +61,7 @@ def test_save_load_round_trip_and_removal(index: ChunkIndex, tmp_path: Path) -> 
     index.save(tmp_path / "idx")
     loaded = ChunkIndex.load(tmp_path / "idx", RetrievalSettings(embedder="hashing"))
     assert loaded.search("billing-service PostgreSQL", 4) == before
-    loaded.remove_documents(["c"])
+    assert loaded.sync([c for c in chunks() if c.document_id != "c"]) == (0, 1)  # what a run does when "c" goes
     assert all(h.document_id != "c" for h in loaded.search("billing-service PostgreSQL", 4))
     loaded.save(tmp_path / "idx")
     again = ChunkIndex.load(tmp_path / "idx", RetrievalSettings(embedder="hashing"))
@@ -112,3 +112,34 @@ def test_column_filters_agree_with_row_by_row_matching() -> None:
         conds = parse_filter(f)
         expected = np.array([matches(r, conds) for r in rows])
         assert np.array_equal(cols.mask(conds), expected), f
+
+
+def test_embedding_reports_progress_chunk_by_chunk() -> None:
+    """An index build tells its progress as the embedder goes (so a long embedding shows a rate and an ETA),
+    not once per 256 chunks; chunks whose vectors are cached are counted at once."""
+    from retrieval.vector_cache import VectorCache
+
+    many = [Chunk(f"d{i}#0000", f"d{i}", 0, f"note {i} about service-{i % 7} and port {i}", 0, 30, 8, f"d{i}.md",
+                  f"d{i}", {}) for i in range(100)]
+    steps: list[int] = []
+    idx = ChunkIndex(RetrievalSettings(embedder="hashing"))
+    idx.add(many, on_progress=steps.append)
+    assert sum(steps) == 100 and len(steps) >= 7 and max(steps) <= 16
+
+    class Batched:  # an embedder with its own callback (as MiniLM and e5 have): its batches are the steps
+        name, dim, semantic, languages = "batched", 8, True, None
+
+        def embed(self, texts, on_progress=None):  # type: ignore[no-untyped-def]
+            for start in range(0, len(texts), 5):
+                if on_progress:
+                    on_progress(len(texts[start:start + 5]))
+            return np.ones((len(texts), 8), np.float32) / np.sqrt(8)
+
+    cache = VectorCache(Path(__import__("tempfile").mkdtemp()) / "v.sqlite")
+    idx = ChunkIndex(RetrievalSettings(embedder="hashing"), embedder=Batched(), vector_cache=cache)
+    steps.clear()
+    idx.add(many[:40], on_progress=steps.append)
+    assert steps == [5] * 8
+    steps.clear()
+    idx.add(many[:60], on_progress=steps.append)  # 40 cached, 20 embedded
+    assert steps == [40, 5, 5, 5, 5]

@@ -115,7 +115,7 @@ def test_failed_chunk_goes_to_the_ledger_and_is_retried_next_run(server: FakeLLM
     server.reset()
     second = index_folder(folder, settings)
     assert second.changed == 1 and second.failed_chunks == 0 and second.failures == []
-    assert len([r for r in server.chat_requests if "Passage:" in r["messages"][0]["content"]]) == 1
+    assert len([r for r in server.chat_requests if "Passage:" in r["messages"][-1]["content"]]) == 1
 
 
 def test_gleaning_adds_entities(server: FakeLLMServer, tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_prompt_injection_yields_valid_output_or_a_ledger_entry(server: FakeLLMS
 
 def test_prompts_declare_their_inputs(tmp_path: Path) -> None:
     p = load_prompt("extract_entities")
-    assert p.inputs == {"entity_types", "text"}
+    assert p.inputs == {"entity_types"}
     with pytest.raises(PromptError, match="missing inputs"):
         p.render(text="x")
     (tmp_path / "glean.txt").write_text("# inputs: entity_types\nFind more $entity_types and $extra\n")

@@ -127,6 +127,56 @@ def test_reliability_and_threshold_helpers() -> None:
     assert rt.choose_threshold(p, max_both=0.2) < 0.61
 
 
+def test_the_default_threshold_is_the_shipped_one_chosen_on_training_data() -> None:
+    chosen = RouterWeights.load(WEIGHTS_PATH).training["threshold_for_max_both_rate"]
+    assert chosen["chosen_on"].startswith("training split")
+    assert StrataSettings().retrieval.route_confidence_threshold == chosen["threshold"]
+
+
+def _synthetic(n: int, seed: int = 3) -> tuple[list[rt.LabeledQuestion], rt.Dataset]:
+    """Rows whose embeddings carry their label (plus noise): training needs no model."""
+    rng = np.random.default_rng(seed)
+    rows = [rt.LabeledQuestion(f"synthetic question {i}", ("local", "global")[i % 2], f"w{i % 3}", "", None,
+                               "written_syn.jsonl") for i in range(n)]
+    y = np.array([r.label for r in rows])
+    emb = rng.normal(size=(n, 16))
+    emb[:, 0] += (2 * y - 1) * 1.2
+    return rows, rt.Dataset(rows, np.zeros((n, len(EVIDENCE_FEATURES))), emb, y)
+
+
+def test_both_sides_threshold_comes_from_the_training_split_only(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    rows, data = _synthetic(240)
+    dev = {r.question for r in rows if r.dev}
+    assert 30 < len(dev) < 100
+    seen: list[int] = []
+    real = rt.choose_threshold
+
+    def spy(p: np.ndarray, max_both: float = rt.MAX_BOTH_RATE) -> float:
+        seen.append(len(p))
+        return real(p, max_both)
+
+    monkeypatch.setattr(rt, "load_questions", lambda paths: rows)
+    monkeypatch.setattr(rt, "build_dataset", lambda rs, corpora: data)
+    monkeypatch.setattr(rt, "choose_threshold", spy)
+    out = tmp_path / "weights.json"
+    assert rt.main(["--out", str(out)]) == 0
+    assert seen == [len(rows) - len(dev)]  # once, over the training rows: never the development split
+    training = json.loads(out.read_text())["training"]["threshold_for_max_both_rate"]
+    assert training["chosen_on"].startswith("training split") and training["training_both_rate"] <= rt.MAX_BOTH_RATE
+
+
+def test_out_of_fold_probabilities_are_those_of_unseen_rows() -> None:
+    rows, data = _synthetic(200)
+    weights, oof = rt.fit_router(data, {})
+    fitted = weights.full.probability(data.full_x())
+    assert oof.shape == (len(rows),) and np.all((oof > 0) & (oof < 1))
+    # The fitted model is surer of the rows it was fitted on than the out-of-fold models are.
+    assert np.mean(np.abs(fitted - 0.5)) > np.mean(np.abs(oof - 0.5))
+    threshold = rt.training_threshold(oof)
+    assert float((np.maximum(oof, 1 - oof) < threshold).mean()) <= rt.MAX_BOTH_RATE
+
+
 # -- the engine: both-sides answers and the LLM classifier -------------------------------------------------
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory: pytest.TempPathFactory) -> StrataSettings:

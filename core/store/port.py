@@ -25,6 +25,10 @@ class StoreUnavailableError(StoreError):
     """The store cannot be reached or refuses the credentials."""
 
 
+class StoreDamagedError(StoreError):
+    """The store's file is damaged; the message names it and the command that rebuilds it from the folder."""
+
+
 @runtime_checkable
 class GraphStore(Protocol):
     backend: str

@@ -1,10 +1,13 @@
 """The embedded graph store: SQLite from the standard library, transactional, no server.
 
-Each public write runs in one transaction, so a failed batch leaves nothing half-written.
+Each public write runs in one transaction, so a failed batch leaves nothing half-written. A damaged file is reported
+as :class:`StoreDamagedError` naming it and the command that rebuilds it, a full disk as
+:class:`core.disk.DiskFullError`, whichever operation meets them.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -13,7 +16,8 @@ from typing import Iterable, Sequence
 from core.records import Chunk, Community, DeletionResult, Document, Entity, GraphSnapshot, Relation, Report
 from core.sqlite_db import connect
 from core.store.codec import dumps, merge_text, report_from_row, report_row
-from core.store.port import StoreError
+from core.disk import disk_full, is_corrupt, is_disk_full
+from core.store.port import StoreDamagedError, StoreError
 
 SCHEMA = """
 PRAGMA foreign_keys = ON;
@@ -47,6 +51,36 @@ CREATE TABLE IF NOT EXISTS reports (community_id TEXT PRIMARY KEY, level INTEGER
 """
 
 
+def damaged_message(path: Path | str, exc: BaseException) -> str:
+    return (f"{path} is damaged ({exc}); rebuild the graph store from your folder with `strata index FOLDER "
+            "--replace-store` (the damaged file is set aside, not deleted), or index into a fresh --data-dir")
+
+
+def _named(fn):  # type: ignore[no-untyped-def]
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return fn(self, *args, **kwargs)
+        except (sqlite3.Error, StoreError) as exc:
+            if isinstance(exc, StoreDamagedError):
+                raise
+            if is_disk_full(exc):
+                raise disk_full(exc, self.path) from exc
+            if is_corrupt(exc):
+                raise StoreDamagedError(damaged_message(self.path, exc)) from exc
+            raise
+    return call
+
+
+def _name_failures(cls):  # type: ignore[no-untyped-def]
+    """Every public method (and the constructor) reports a damaged file or a full disk as such."""
+    for name, fn in list(vars(cls).items()):
+        if callable(fn) and not isinstance(fn, (staticmethod, classmethod)) and (name == "__init__" or not name.startswith("_")):
+            setattr(cls, name, _named(fn))
+    return cls
+
+
+@_name_failures
 class SQLiteGraphStore:
     """GraphStore on one SQLite file."""
 

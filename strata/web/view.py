@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence
 
 from pydantic import BaseModel, Field
 
 from core.records import Community, Entity, GraphSnapshot, Relation, Report
+from strata.web.markdown import render_markdown
 
 # A drawn graph stays readable up to about this many nodes; larger neighbourhoods keep the best-connected.
 MAX_GRAPH_NODES = 40
+MAX_PAGE = 500  # the most communities or members one page lists
 
 
 class ChunkView(BaseModel):
@@ -28,6 +30,8 @@ class ChunkView(BaseModel):
     source: str
     text: str
     metadata: dict[str, Any] = Field(default_factory=dict)
+    html: str = Field("", description="the text rendered from Markdown (raw HTML shown as text), quoted ranges "
+                                      "marked with <mark>")
 
 
 class DocumentView(BaseModel):
@@ -45,11 +49,26 @@ class CommunitySummary(BaseModel):
     title: str = Field(description="the report's title, or the best-known members' names without a report")
     rating: float | None = None
     stale: bool = False
+    same_title: list[str] = Field(default_factory=list,
+                                  description="other communities with the same title (at other levels: a "
+                                              "sub-community led by the same entities)")
+
+
+class CommunityListItem(CommunitySummary):
+    matched_members: list[str] = Field(default_factory=list, description="members whose name matched the search")
 
 
 class CommunityTree(BaseModel):
+    """One page of the communities that match a search, ordered by level (0, the coarsest, first), then size."""
+
     levels: int
-    communities: list[CommunitySummary]
+    total: int = Field(description="communities in the served index")
+    matched: int = Field(description="communities that match the search and level")
+    offset: int
+    limit: int
+    query: str = ""
+    level: int | None = None
+    communities: list[CommunityListItem]
 
 
 class MemberView(BaseModel):
@@ -65,11 +84,13 @@ class FindingView(BaseModel):
     chunk_ids: list[str]
     start: int = -1
     end: int = -1
+    html: str = ""
 
 
 class ReportView(BaseModel):
     title: str
     summary: str
+    summary_html: str = ""
     findings: list[FindingView]
     rating: float
     mode: str
@@ -100,7 +121,12 @@ class GraphView(BaseModel):
 
 class CommunityDetail(BaseModel):
     community: CommunitySummary
-    members: list[MemberView]
+    parent: CommunitySummary | None = None
+    children: list[CommunitySummary] = Field(default_factory=list)
+    members: list[MemberView] = Field(description="one page of the members, most-mentioned first")
+    members_total: int
+    members_offset: int = 0
+    members_limit: int
     report: ReportView | None
     graph: GraphView
 
@@ -145,6 +171,15 @@ class ConsoleView:
     entities: dict[str, Entity]
     adjacency: dict[str, dict[str, Relation]]
     communities_of: dict[str, list[str]]
+    titles: dict[str, str] = field(default_factory=dict)
+    by_title: dict[str, list[str]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # community ids by level, then size (largest first)
+
+    def __post_init__(self) -> None:
+        for c in self.communities.values():
+            self.titles[c.id] = self._title(c)
+            self.by_title.setdefault(self.titles[c.id].casefold(), []).append(c.id)
+        self.order = [c.id for c in sorted(self.communities.values(), key=lambda c: (c.level, -len(c.entity_ids), c.id))]
 
     @classmethod
     def build(cls, index: Any, communities: Sequence[Community], reports: Sequence[Report],
@@ -171,17 +206,19 @@ class ConsoleView:
                    {r.community_id: r for r in reports}, {e.id: e for e in graph.entities}, adjacency, communities_of)
 
     # -- chunks and documents -----------------------------------------------------------------------------
-    def chunk(self, chunk_id: str) -> ChunkView:
+    def chunk(self, chunk_id: str, marks: Sequence[tuple[int, int]] = ()) -> ChunkView:
+        """The chunk, its text rendered from Markdown with the ``marks`` ranges (quoted sentences) marked."""
         try:
-            return self.chunks[chunk_id]
+            c = self.chunks[chunk_id]
         except KeyError:
             raise NotFound(f"no chunk {chunk_id!r} in the served index") from None
+        return c.model_copy(update={"html": render_markdown(c.text, marks)})
 
     def document(self, document_id: str) -> DocumentView:
         ids = self.documents.get(document_id)
         if not ids:
             raise NotFound(f"no document {document_id!r} in the served index")
-        chunks = [self.chunks[c] for c in ids]
+        chunks = [self.chunk(c) for c in ids]
         return DocumentView(document_id=document_id, source=chunks[0].source, chunks=chunks)
 
     # -- communities --------------------------------------------------------------------------------------
@@ -195,13 +232,40 @@ class ConsoleView:
 
     def summary(self, c: Community) -> CommunitySummary:
         report = self.reports.get(c.id)
+        title = self.titles.get(c.id) or self._title(c)
         return CommunitySummary(id=c.id, level=c.level, parent_id=c.parent_id, children=self.children.get(c.id, []),
-                                size=len(c.entity_ids), title=self._title(c),
-                                rating=report.rating if report else None, stale=bool(report and report.stale))
+                                size=len(c.entity_ids), title=title,
+                                rating=report.rating if report else None, stale=bool(report and report.stale),
+                                same_title=[i for i in self.by_title.get(title.casefold(), []) if i != c.id][:5])
 
-    def tree(self) -> CommunityTree:
-        ordered = sorted(self.communities.values(), key=lambda c: (c.level, -len(c.entity_ids), c.id))
-        return CommunityTree(levels=len({c.level for c in ordered}), communities=[self.summary(c) for c in ordered])
+    def tree(self, query: str = "", level: int | None = None, offset: int = 0, limit: int = 50,
+             ids: Sequence[str] | None = None) -> CommunityTree:
+        """One page of the communities whose title, id or a member's name contains ``query`` (case-insensitive),
+        at ``level`` if given; ``ids`` lists exactly those communities (the ones an answer used)."""
+        q = query.strip().casefold()
+        limit = max(0, min(limit, MAX_PAGE))
+        offset = max(0, offset)
+        wanted = self.order if ids is None else [i for i in dict.fromkeys(ids) if i in self.communities]
+        matched: list[tuple[str, list[str]]] = []
+        for cid in wanted:
+            c = self.communities[cid]
+            if level is not None and c.level != level:
+                continue
+            if not q:
+                matched.append((cid, []))
+                continue
+            if q in self.titles[cid].casefold() or q in cid.casefold():
+                matched.append((cid, []))
+                continue
+            names = [m.name for m in (self.entities.get(e) for e in c.entity_ids) if m is not None
+                     and q in m.name.casefold()]
+            if names:
+                matched.append((cid, sorted(names, key=lambda n: (len(n), n))[:3]))
+        page = [CommunityListItem(**self.summary(self.communities[cid]).model_dump(), matched_members=names)
+                for cid, names in matched[offset:offset + limit]]
+        return CommunityTree(levels=len({c.level for c in self.communities.values()}), total=len(self.communities),
+                             matched=len(matched), offset=offset, limit=limit, query=query, level=level,
+                             communities=page)
 
     def member(self, entity_id: str) -> MemberView:
         e = self.entities.get(entity_id)
@@ -209,18 +273,28 @@ class ConsoleView:
             return MemberView(id=entity_id, name=entity_id, type="unknown", description="", chunks=0)
         return MemberView(id=e.id, name=e.name, type=e.type, description=e.description, chunks=len(e.chunk_ids))
 
-    def community(self, community_id: str) -> CommunityDetail:
+    def community(self, community_id: str, members_offset: int = 0, members_limit: int = 25) -> CommunityDetail:
+        """A community with one page of its members (most-mentioned first), its report rendered from Markdown,
+        and the graph of its best-connected members."""
         c = self.communities.get(community_id)
         if c is None:
             raise NotFound(f"no community {community_id!r} in the served index")
+        members_offset, members_limit = max(0, members_offset), max(0, min(members_limit, MAX_PAGE))
         members = sorted((self.member(e) for e in c.entity_ids), key=lambda m: (-m.chunks, m.name))
         report = self.reports.get(c.id)
         report_view = None if report is None else ReportView(
-            title=report.title, summary=report.summary, rating=report.rating, mode=report.mode, model=report.model,
-            created_at=report.created_at, stale=report.stale,
-            findings=[FindingView(text=f.text, chunk_ids=list(f.chunk_ids), start=f.start, end=f.end)
-                      for f in report.findings])
-        return CommunityDetail(community=self.summary(c), members=members, report=report_view,
+            title=report.title, summary=report.summary, summary_html=render_markdown(report.summary),
+            rating=report.rating, mode=report.mode, model=report.model, created_at=report.created_at,
+            stale=report.stale,
+            findings=[FindingView(text=f.text, chunk_ids=list(f.chunk_ids), start=f.start, end=f.end,
+                                  html=render_markdown(f.text)) for f in report.findings])
+        parent = self.communities.get(c.parent_id) if c.parent_id else None
+        return CommunityDetail(community=self.summary(c), parent=self.summary(parent) if parent else None,
+                               children=[self.summary(self.communities[k]) for k in self.children.get(c.id, [])
+                                         if k in self.communities],
+                               members=members[members_offset:members_offset + members_limit],
+                               members_total=len(members), members_offset=members_offset,
+                               members_limit=members_limit, report=report_view,
                                graph=self.subgraph(list(c.entity_ids)))
 
     # -- graphs -------------------------------------------------------------------------------------------

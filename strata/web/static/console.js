@@ -29,6 +29,66 @@ function setChildren(node, ...children) {
   fill(node, children);
 }
 
+// ---- Markdown rendered by the server -----------------------------------------------------------------------
+// The server renders with raw HTML turned off; this allowlist is a second guard, so that nothing but the
+// elements Markdown produces (and none of their event handlers or script links) ever reaches the page.
+const MD_TAGS = new Set(["P", "H1", "H2", "H3", "H4", "H5", "H6", "UL", "OL", "LI", "PRE", "CODE", "EM", "STRONG", "S", "DEL",
+  "BLOCKQUOTE", "A", "TABLE", "THEAD", "TBODY", "TR", "TH", "TD", "HR", "BR", "SPAN", "MARK"]);
+const MD_ATTRS = { A: ["href", "title", "target", "rel"], OL: ["start"], CODE: ["class"], SPAN: ["class", "title"], TH: ["style"], TD: ["style"] };
+
+function markdownNode(html, extraClass) {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  const walk = (parent) => {
+    for (const node of [...parent.childNodes]) {
+      if (node.nodeType === Node.TEXT_NODE) continue;
+      if (node.nodeType !== Node.ELEMENT_NODE || !MD_TAGS.has(node.tagName)) {
+        node.replaceWith(document.createTextNode(node.nodeType === Node.ELEMENT_NODE ? node.textContent : ""));
+        continue;
+      }
+      const allowed = MD_ATTRS[node.tagName] || [];
+      for (const attr of [...node.attributes]) {
+        const keep = allowed.includes(attr.name)
+          && !(attr.name === "href" && !/^(https?:|mailto:|#|\/|\.|[^:]*$)/i.test(attr.value.trim()))
+          && !(attr.name === "style" && !/^text-align:\s*(left|right|center);?$/.test(attr.value));
+        if (!keep) node.removeAttribute(attr.name);
+      }
+      walk(node);
+    }
+  };
+  walk(template.content);
+  const box = el("div", { class: "md" + (extraClass ? " " + extraClass : "") });
+  box.append(template.content);
+  return box;
+}
+
+// Replace matches of `pattern` in the text of `root` (not inside code, pre or links) by what `make` returns for
+// the match (null: leave it as text).
+function linkText(root, pattern, make) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.parentElement.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const nodes = [];
+  while (walker.nextNode()) nodes.push(walker.currentNode);
+  for (const node of nodes) {
+    const text = node.nodeValue;
+    const out = [];
+    let last = 0, m;
+    pattern.lastIndex = 0;
+    while ((m = pattern.exec(text)) !== null) {
+      const made = make(m);
+      if (!made) continue;
+      out.push(text.slice(last, m.index), ...made);
+      last = m.index + m[0].length;
+    }
+    if (!out.length) continue;
+    out.push(text.slice(last));
+    const frag = document.createDocumentFragment();
+    fill(frag, out);
+    node.replaceWith(frag);
+  }
+}
+
 // ---- API --------------------------------------------------------------------------------------------------
 class ApiError extends Error {
   constructor(status, message) { super(message); this.status = status; }
@@ -101,17 +161,22 @@ $("key-form").addEventListener("submit", (ev) => {
 });
 
 // ---- links to chunks, documents and communities -----------------------------------------------------------
-function chunkLink(chunkId, range) {
-  return el("a", { href: "#", class: "chunk-link", "data-chunk": chunkId, onclick: (ev) => { ev.preventDefault(); openChunk(chunkId, range); } }, chunkId);
+// A link that opens the chunk in the drawer, with `ranges` ({start, end}: the sentences quoted from it) marked.
+function chunkLink(chunkId, ranges) {
+  const marks = (ranges || []).filter((r) => r && r.start >= 0 && r.end > r.start);
+  return el("a", { href: "#", class: "chunk-link", "data-chunk": chunkId, "data-marks": marks.map((r) => r.start + "-" + r.end).join(",") || null,
+    onclick: (ev) => { ev.preventDefault(); openChunk(chunkId, marks); } }, chunkId);
 }
 
+const titles = new Map();  // community id -> summary, from every list or detail the console has loaded
+function remember(...summaries) { for (const c of summaries.flat()) if (c) titles.set(c.id, c); }
+function communityTitle(id) { const c = titles.get(id); return c ? c.title : id; }
+
+// A link to the community: its level and title (or `text`, without the level).
 function communityLink(id, text) {
-  return el("a", { href: "#communities/" + encodeURIComponent(id), class: "community-link" }, text || id);
-}
-
-function highlighted(text, range) {
-  if (!range || range.start < 0 || range.end <= range.start || range.end > text.length) return [text];
-  return [text.slice(0, range.start), el("mark", {}, text.slice(range.start, range.end)), text.slice(range.end)];
+  const c = text ? null : titles.get(id);
+  return el("a", { href: "#communities/" + encodeURIComponent(id), class: "community-link" },
+    c ? el("span", { class: "lvl" }, "L" + c.level) : null, c ? " " : null, text || communityTitle(id));
 }
 
 function openDrawer(title, ...content) {
@@ -125,16 +190,23 @@ function openDrawer(title, ...content) {
 $("drawer-close").addEventListener("click", () => { $("drawer").hidden = true; });
 document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") $("drawer").hidden = true; });
 
-async function openChunk(chunkId, range) {
+async function openChunk(chunkId, marks) {
   openDrawer(chunkId, el("p", { class: "muted" }, "loading…"));
   try {
-    const c = await api("GET", "/v1/chunks/" + encodeURIComponent(chunkId));
+    const query = (marks || []).map((r) => "mark=" + r.start + "-" + r.end).join("&");
+    const c = await api("GET", "/v1/chunks/" + encodeURIComponent(chunkId) + (query ? "?" + query : ""));
     const meta = Object.entries(c.metadata || {});
+    const text = markdownNode(c.html, "chunk-text");
+    text.id = "chunk-text";
+    const quoted = text.querySelectorAll("mark").length;
     openDrawer("Chunk " + c.chunk_id,
       el("p", {}, el("span", { class: "label" }, "Document "),
         el("a", { href: "#", id: "open-document", onclick: (ev) => { ev.preventDefault(); openDocument(c.document_id, c.chunk_id); } }, c.source)),
       meta.length ? el("table", { class: "meta" }, meta.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, typeof v === "object" ? JSON.stringify(v) : String(v))))) : null,
-      el("pre", { class: "chunk-text", id: "chunk-text" }, highlighted(c.text, range)));
+      quoted ? el("p", { class: "muted small", id: "quoted-note" }, el("mark", {}, "marked"), ": the sentence" + (marks.length === 1 ? "" : "s") + " the answer quoted") : null,
+      text);
+    const first = text.querySelector("mark");
+    if (first) first.scrollIntoView({ block: "center" });
   } catch (err) {
     openDrawer(chunkId, el("div", { class: "error" }, err.message));
   }
@@ -144,7 +216,7 @@ async function openDocument(documentId, focusChunk) {
   try {
     const d = await api("GET", "/v1/documents/" + encodeURIComponent(documentId));
     const parts = d.chunks.map((c) => el("div", { class: "doc-chunk" + (c.chunk_id === focusChunk ? " focus" : ""), id: "doc-" + c.chunk_id },
-      el("div", { class: "muted small" }, c.chunk_id), el("pre", { class: "chunk-text" }, c.text)));
+      el("div", { class: "muted small" }, c.chunk_id), markdownNode(c.html, "chunk-text")));
     openDrawer("Document " + d.source, el("p", { class: "muted" }, d.chunks.length + " chunk(s), in index order; neighbouring chunks overlap."), ...parts);
     const focus = document.getElementById("doc-" + focusChunk);
     if (focus) focus.scrollIntoView({ block: "start" });
@@ -154,39 +226,34 @@ async function openDocument(documentId, focusChunk) {
 }
 
 // ---- ask ---------------------------------------------------------------------------------------------------
-function joinWrappedLines(text) {
-  // Sentences quoted from the sources keep the sources' line breaks: join those, keep the breaks between points
-  // (a point ends with its citation, a heading with ':' or its report reference; list items start with '- ').
-  const out = [];
-  for (const line of text.split("\n")) {
-    const prev = out.length ? out[out.length - 1] : "";
-    if (prev.trim() && line.trim() && !/[\]):]\s*$/.test(prev) && !/^\s*[-*•]\s/.test(line)) out[out.length - 1] = prev + " " + line.trim();
-    else out.push(line);
+async function renderAnswer(a) {
+  // The answer's Markdown rendered by the server; then its citations, [chunk-id, chunk-id] and (report c0_...),
+  // become links. The points are in answer order: the n-th citation of a point's chunk opens that chunk with the
+  // point's sentence marked.
+  let box;
+  try {
+    box = markdownNode((await api("POST", "/v1/console/render", { text: a.answer, answer: true })).html, "answer");
+  } catch (err) {
+    box = el("div", { class: "answer plain" }, a.answer);
   }
-  return out.join("\n");
-}
-
-function renderAnswerText(raw, citations) {
-  // Citations appear in the answer as [chunk-id, chunk-id] and reports as (report c0_...): make both links.
-  const text = joinWrappedLines(raw);
-  const known = new Set(citations.map((c) => c.chunk_id));
-  const out = [];
-  const pattern = /\[([^\[\]]+)\]|\(report ([^()\s]+)\)/g;
-  let last = 0, m;
-  while ((m = pattern.exec(text)) !== null) {
+  const known = new Set(a.citations.map((c) => c.chunk_id));
+  const points = (a.points || []).filter((p) => p.chunk_id);
+  let next = 0;
+  linkText(box, /\[([^\[\]]+)\]|\(report ([^()\s]+)\)/g, (m) => {
     if (m[1] !== undefined) {
       const ids = m[1].split(/,\s*/);
-      if (!ids.every((id) => known.has(id))) continue;
-      out.push(text.slice(last, m.index), "[");
-      ids.forEach((id, i) => { if (i) out.push(", "); out.push(chunkLink(id)); });
+      if (!ids.every((id) => known.has(id))) return null;
+      let range = null;
+      const i = points.findIndex((p, j) => j >= next && ids.includes(p.chunk_id));
+      if (i >= 0) { range = points[i]; next = i + 1; }
+      const out = ["["];
+      ids.forEach((id, k) => { if (k) out.push(", "); out.push(chunkLink(id, range && range.chunk_id === id ? [range] : [])); });
       out.push("]");
-    } else {
-      out.push(text.slice(last, m.index), "(report ", communityLink(m[2]), ")");
+      return out;
     }
-    last = m.index + m[0].length;
-  }
-  out.push(text.slice(last));
-  return out;
+    return ["(report ", communityLink(m[2], m[2]), ")"];
+  });
+  return box;
 }
 
 $("ask-form").addEventListener("submit", async (ev) => {
@@ -216,11 +283,15 @@ $("ask-form").addEventListener("submit", async (ev) => {
       ...r.entities.map((x) => el("span", { class: "chip entity", title: "known entity" }, x)),
       ...r.identifiers.filter((x) => !r.entities.includes(x)).map((x) => el("span", { class: "chip ident", title: "identifier" }, x)));
     $("answer-mode").textContent = "(" + a.mode + ")";
-    setChildren($("answer-text"), ...renderAnswerText(a.answer, a.citations));
-    setChildren($("answer-citations"), ...a.citations.map((c) => el("li", {}, chunkLink(c.chunk_id), el("span", { class: "muted" }, " — " + c.source))));
+    if (a.reports.length) {
+      const used = await api("GET", "/v1/communities?limit=500&ids=" + encodeURIComponent(a.reports.join(","))).catch(() => null);
+      if (used) remember(used.communities);
+    }
+    setChildren($("answer-text"), await renderAnswer(a));
+    const quoted = (id) => (a.points || []).filter((p) => p.chunk_id === id);
+    setChildren($("answer-citations"), ...a.citations.map((c) => el("li", {}, chunkLink(c.chunk_id, quoted(c.chunk_id)), el("span", { class: "muted" }, " — " + c.source))));
     $("answer-reports-wrap").hidden = !a.reports.length;
-    if (a.reports.length && !tree) await loadTree().catch(() => null);
-    setChildren($("answer-reports"), ...a.reports.map((id) => el("li", {}, communityLink(id, communityTitle(id)), el("span", { class: "muted small" }, " " + id))));
+    setChildren($("answer-reports"), ...a.reports.map((id) => el("li", {}, communityLink(id), el("span", { class: "muted small" }, " " + id))));
     $("ask-result").hidden = false;
   } catch (err) {
     showError(box, err);
@@ -234,58 +305,107 @@ $("q-custom").addEventListener("change", () => {
   for (const id of ["q-dense", "q-sparse", "q-k"]) $(id).disabled = !$("q-custom").checked;
 });
 
-let queryCount = 1;
+// The heading always describes the results under it; once any field changes, it says the form has moved on.
+let queryCount = 0;
+function markQueryStale() {
+  if (!$("query-result").hidden) $("q-stale").hidden = false;
+}
+for (const id of ["q-text", "q-topk", "q-id", "q-custom", "q-dense", "q-sparse", "q-k", "q-filter"]) {
+  $(id).addEventListener("input", markQueryStale);
+  $(id).addEventListener("change", markQueryStale);
+}
+
+const fmtScore = (x) => (x === null || x === undefined ? "" : x.toFixed(6));
 $("query-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const box = $("query-error");
   box.hidden = true;
   try {
-    const request = { query_id: $("q-id").value || "console-" + queryCount, search_text: $("q-text").value, top_k: Number($("q-topk").value) };
+    queryCount += 1;
+    const request = { query_id: $("q-id").value.trim() || "console-" + queryCount, search_text: $("q-text").value, top_k: Number($("q-topk").value) };
     if ($("q-custom").checked) {
       request.hybrid_params = { dense_weight: Number($("q-dense").value), sparse_weight: Number($("q-sparse").value), rrf_k_constant: Number($("q-k").value) };
     }
     const filter = parseJsonField($("q-filter"), "metadata_filter");
     if (filter) request.metadata_filter = filter;
+    const res = await api("POST", "/v1/console/query", request);
     $("q-request").textContent = JSON.stringify(request, null, 2);
-    const res = await api("POST", "/v1/memory/query", request);
-    queryCount += 1;
-    $("q-id").value = "console-" + queryCount;
-    $("q-total").textContent = res.total_retrieved + " result(s)";
-    $("q-echo").textContent = "for query " + res.query_id;
+    const n = res.total_retrieved;
+    $("q-total").textContent = n + (n === 1 ? " result" : " results");
+    setChildren($("q-echo"), "for “", el("span", { id: "q-echo-text" }, res.search_text), "” · query_id ", el("code", { id: "q-echo-id" }, res.query_id),
+      " · top_k " + request.top_k + " · ranked by ", el("b", { id: "q-ranking" }, res.ranking),
+      " · weights BM25 " + res.sparse_weight.toFixed(2) + ", dense " + res.dense_weight.toFixed(2) + (res.graph_weight ? ", graph walk " + res.graph_weight.toFixed(2) : ""));
+    $("q-score-head").title = "the score the results are ordered by: " + res.ranking;
+    $("q-stale").hidden = true;
+    setChildren($("q-warnings"), res.warnings.map((w) => el("li", {}, w)));
     setChildren($("q-rows"), ...res.results.map((r, i) => el("tr", {},
-      el("td", {}, i + 1), el("td", {}, chunkLink(r.chunk_id)), el("td", { class: "num" }, r.rrf_score.toFixed(6)),
-      el("td", {}, r.source), el("td", { class: "snippet" }, r.text.length > 260 ? r.text.slice(0, 260) + "…" : r.text))));
+      el("td", {}, i + 1), el("td", {}, chunkLink(r.chunk_id)),
+      el("td", { class: "num score" }, fmtScore(r.score)), el("td", { class: "num rrf" }, fmtScore(r.rrf_score)),
+      el("td", { class: "small ranks" }, "BM25 " + (r.sparse_rank || "–") + " · dense " + (r.dense_rank || "–") + (r.graph_rank ? " · graph " + r.graph_rank : "")),
+      el("td", {}, r.source), el("td", { class: "snippet", title: r.text.length > 2000 ? r.text.slice(0, 2000) + "…" : r.text }, r.preview))));
     $("query-result").hidden = false;
   } catch (err) {
+    $("query-result").hidden = true;  // no results under a heading that no longer describes them
     showError(box, err);
   }
 });
 
 // ---- communities -------------------------------------------------------------------------------------------
-let tree = null;
 const STALE_HINT = "a document this report was written from changed or was deleted since: the Drift page says by how much";
+const COMM_PAGE = 50, MEMBERS_PAGE = 25;
+const list = { q: "", level: "", offset: 0, data: null, selected: null };
 
-function communityTitle(id) {
-  const c = tree && tree.byId.get(id);
-  return c ? c.title : id;
+function pager(box, offset, limit, total, go, what) {
+  const last = Math.min(total, offset + limit);
+  setChildren(box,
+    el("button", { type: "button", class: "prev", disabled: offset <= 0, onclick: () => go(Math.max(0, offset - limit)) }, "‹ prev"),
+    el("span", { class: "muted small range" }, total ? (offset + 1) + "–" + last + " of " + total + " " + what : "no " + what),
+    el("button", { type: "button", class: "next", disabled: last >= total, onclick: () => go(offset + limit) }, "next ›"));
+  box.hidden = total <= limit && offset === 0;
+}
+
+function titleNote(c) {
+  // Communities at different levels often share a title (a sub-community led by the same entities): say so.
+  if (!c.same_title || !c.same_title.length) return null;
+  const n = c.same_title.length;
+  const text = c.same_title.includes(c.parent_id) ? "same title as its parent"
+    : n === 1 && (c.children || []).includes(c.same_title[0]) ? "same title as its sub-community"
+    : "same title as " + n + " other" + (n === 1 ? "" : "s");
+  return el("span", { class: "muted small same-title", title: c.same_title.join(", ") }, " · " + text);
 }
 
 async function loadTree() {
-  const data = await api("GET", "/v1/communities");
-  const byId = new Map(data.communities.map((c) => [c.id, c]));
-  tree = { data, byId };
-  const levels = new Set(data.communities.map((c) => c.level));
-  $("comm-count").textContent = data.communities.length + " communities on " + levels.size + " level(s); level 0 is the coarsest.";
-  const roots = data.communities.filter((c) => !c.parent_id || !byId.has(c.parent_id));
-  const node = (c) => {
-    const kids = c.children.map((id) => byId.get(id)).filter(Boolean);
-    const label = el("a", { href: "#communities/" + encodeURIComponent(c.id), "data-community": c.id, class: "tree-item" },
-      el("span", { class: "lvl" }, "L" + c.level), " ", c.title, " ", el("span", { class: "muted small" }, c.size + " members"),
-      c.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null);
-    return el("li", {}, label, kids.length ? el("ul", {}, kids.map(node)) : null);
-  };
-  setChildren($("comm-tree"), el("ul", {}, roots.map(node)));
+  const params = new URLSearchParams({ offset: list.offset, limit: COMM_PAGE });
+  if (list.q) params.set("q", list.q);
+  if (list.level !== "") params.set("level", list.level);
+  const data = await api("GET", "/v1/communities?" + params);
+  list.data = data;
+  remember(data.communities);
+  const levels = $("comm-level");
+  if (levels.options.length !== data.levels + 1) {
+    setChildren(levels, el("option", { value: "" }, "all levels"),
+      [...Array(data.levels).keys()].map((l) => el("option", { value: l }, "level " + l + (l === 0 ? " (coarsest)" : ""))));
+    levels.value = list.level;
+  }
+  $("comm-count").textContent = (list.q || list.level !== ""
+    ? data.matched + " of " + data.total + " communities match" + (list.q ? " “" + list.q + "”" : "") + (list.level !== "" ? " at level " + list.level : "")
+    : data.total + " communities on " + data.levels + " level(s); level 0 is the coarsest.");
+  const item = (c) => el("li", {}, el("a", { href: "#communities/" + encodeURIComponent(c.id), "data-community": c.id, class: "tree-item" + (c.id === list.selected ? " active" : "") },
+    el("span", { class: "lvl" }, "L" + c.level), " ", el("span", { class: "title" }, c.title), " ", el("span", { class: "muted small" }, c.size + " members"),
+    titleNote(c),
+    c.matched_members.length ? el("span", { class: "small matched" }, " · member: " + c.matched_members.join(", ")) : null,
+    c.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null));
+  setChildren($("comm-tree"), data.communities.length ? el("ul", {}, data.communities.map(item)) : el("p", { class: "muted" }, "No community matches."));
+  pager($("comm-pager"), data.offset, data.limit, data.matched, (offset) => { list.offset = offset; loadTree().catch((err) => showError($("comm-error"), err)); }, "communities");
 }
+
+let searchTimer = null;
+$("comm-search-form").addEventListener("submit", (ev) => ev.preventDefault());
+$("comm-search").addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(() => { list.q = $("comm-search").value.trim(); list.offset = 0; loadTree().catch((err) => showError($("comm-error"), err)); }, 200);
+});
+$("comm-level").addEventListener("change", () => { list.level = $("comm-level").value; list.offset = 0; loadTree().catch((err) => showError($("comm-error"), err)); });
 
 const TYPE_COLORS = ["#2f6fb3", "#c0392b", "#27ae60", "#8e44ad", "#e67e22", "#16a085", "#e84393", "#d35400", "#2c3e50", "#b7950b"];
 function typeColor(type) {
@@ -335,7 +455,7 @@ function layout(graph, width, height) {
   return pos;
 }
 
-function drawGraph(graph, onPick, width = 640, height = 380) {
+function drawGraph(graph, onPick, width = 640, height = graph.nodes.length > 24 ? 500 : 380) {
   const NS = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(NS, "svg");
   svg.setAttribute("viewBox", "0 0 " + width + " " + height);
@@ -379,10 +499,12 @@ async function showNeighbourhood(entityId) {
   if (!box) return;
   try {
     const n = await api("GET", "/v1/entities/" + encodeURIComponent(entityId) + "/neighbourhood");
+    const unknown = n.communities.filter((id) => !titles.has(id));
+    if (unknown.length) remember((await api("GET", "/v1/communities?limit=500&ids=" + encodeURIComponent(unknown.join(",")))).communities);
     setChildren(box, 
       el("h3", {}, "Neighbourhood of " + n.entity.name, el("span", { class: "muted small" }, " " + n.entity.type + " · " + n.entity.chunks + " chunk(s)")),
       el("p", {}, n.entity.description),
-      el("p", { class: "small" }, "In communities: ", n.communities.map((id, i) => [i ? ", " : "", communityLink(id, communityTitle(id))])),
+      el("p", { class: "small" }, "In communities: ", n.communities.map((id, i) => [i ? ", " : "", communityLink(id)])),
       drawGraph(n.graph, showNeighbourhood, 640, 320),
       n.graph.truncated ? el("p", { class: "muted small" }, n.graph.truncated + " more neighbours not drawn") : null);
     box.scrollIntoView({ block: "nearest" });
@@ -391,33 +513,57 @@ async function showNeighbourhood(entityId) {
   }
 }
 
+function membersTable(members) {
+  return el("table", { class: "members", id: "members" },
+    el("colgroup", {}, el("col", { class: "c-name" }), el("col", { class: "c-type" }), el("col", { class: "c-chunks" }), el("col", {})),
+    el("thead", {}, el("tr", {}, el("th", {}, "entity"), el("th", {}, "type"), el("th", {}, "chunks"), el("th", {}, "description"))),
+    el("tbody", {}, members.map((m) => el("tr", {},
+      el("td", {}, el("a", { href: "#", class: "clamp2", title: m.name, onclick: (ev) => { ev.preventDefault(); showNeighbourhood(m.id); } }, m.name)),
+      el("td", {}, m.type), el("td", { class: "num" }, m.chunks),
+      el("td", { class: "small" }, el("div", { class: "clamp3", title: m.description }, m.description))))));
+}
+
+async function showMembers(id, offset) {
+  const d = await api("GET", "/v1/communities/" + encodeURIComponent(id) + "?members_offset=" + offset + "&members_limit=" + MEMBERS_PAGE);
+  $("members").replaceWith(membersTable(d.members));
+  pager($("members-pager"), d.members_offset, d.members_limit, d.members_total, (o) => showMembers(id, o).catch((err) => showError($("comm-error"), err)), "members");
+}
+
 async function showCommunity(id) {
   const detail = $("comm-detail");
+  list.selected = id;
   for (const a of document.querySelectorAll(".tree-item")) a.classList.toggle("active", a.dataset.community === id);
   try {
-    const d = await api("GET", "/v1/communities/" + encodeURIComponent(id));
+    const d = await api("GET", "/v1/communities/" + encodeURIComponent(id) + "?members_limit=" + MEMBERS_PAGE);
+    remember(d.community, d.parent, d.children);
     const c = d.community;
-    const parent = c.parent_id ? communityLink(c.parent_id, communityTitle(c.parent_id)) : "none (top level)";
+    const parent = d.parent ? communityLink(d.parent.id) : "none (top level)";
+    const kids = d.children.slice(0, 12);
     const report = d.report ? el("div", { class: "card" },
       el("div", { class: "label" }, "Report", d.report.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null,
         el("span", { class: "muted small" }, " rating " + d.report.rating.toFixed(1) + " · " + d.report.mode + (d.report.model ? " " + d.report.model : "") + " · written " + d.report.created_at)),
-      el("p", { class: "summary" }, d.report.summary),
-      el("ul", { class: "findings" }, d.report.findings.map((f) => el("li", {}, f.text, " ",
-        f.chunk_ids.map((cid, i) => [i ? " " : "", el("span", { class: "small" }, "[", chunkLink(cid, i === 0 ? { start: f.start, end: f.end } : null), "]")])))))
+      markdownNode(d.report.summary_html, "summary"),
+      el("ul", { class: "findings" }, d.report.findings.map((f) => el("li", {}, markdownNode(f.html, "finding"), " ",
+        f.chunk_ids.map((cid, i) => [i ? " " : "", el("span", { class: "small" }, "[", chunkLink(cid, i === 0 ? [{ start: f.start, end: f.end }] : []), "]")])))))
       : el("p", { class: "muted" }, "No report yet for this community.");
-    setChildren(detail, 
-      el("h2", { id: "community-title" }, c.title),
+    const g = d.graph;
+    setChildren(detail,
+      el("h2", { id: "community-title" }, el("span", { class: "lvl" }, "L" + c.level), " ", c.title),
       el("p", { class: "small" }, el("span", { class: "lvl" }, "level " + c.level), " · ", c.id, " · ", c.size, " members · parent: ", parent,
-        c.children.length ? [" · sub-communities: ", c.children.map((k, i) => [i ? ", " : "", communityLink(k, communityTitle(k))])] : null),
+        titleNote(c),
+        kids.length ? [" · sub-communities: ", kids.map((k, i) => [i ? ", " : "", communityLink(k.id)]),
+          d.children.length > kids.length ? " and " + (d.children.length - kids.length) + " more" : ""] : null),
       report,
       el("div", { class: "label" }, "Members and the relations among them ", el("span", { class: "muted small" }, "(click an entity for its neighbourhood)")),
-      drawGraph(d.graph, showNeighbourhood),
-      d.graph.truncated ? el("p", { class: "muted small" }, d.graph.truncated + " less-connected members not drawn") : null,
+      drawGraph(g, showNeighbourhood),
+      el("p", { class: "muted small", id: "graph-note" }, g.truncated
+        ? "The " + g.nodes.length + " best-connected of " + (g.nodes.length + g.truncated) + " members are drawn, and " + g.truncated + " more are not."
+        : g.nodes.length + " members drawn."),
       el("div", { id: "neighbourhood" }),
-      el("table", { class: "members" }, el("thead", {}, el("tr", {}, el("th", {}, "entity"), el("th", {}, "type"), el("th", {}, "chunks"), el("th", {}, "description"))),
-        el("tbody", {}, d.members.map((m) => el("tr", {},
-          el("td", {}, el("a", { href: "#", onclick: (ev) => { ev.preventDefault(); showNeighbourhood(m.id); } }, m.name)),
-          el("td", {}, m.type), el("td", { class: "num" }, m.chunks), el("td", { class: "small" }, m.description))))));
+      el("div", { class: "label" }, "Members ", el("span", { class: "muted small" }, "(most-mentioned first)")),
+      membersTable(d.members),
+      el("div", { id: "members-pager", class: "pager" }));
+    pager($("members-pager"), d.members_offset, d.members_limit, d.members_total, (o) => showMembers(id, o).catch((err) => showError($("comm-error"), err)), "members");
   } catch (err) {
     setChildren(detail, el("div", { class: "error" }, err.message));
   }
@@ -440,6 +586,23 @@ $("drift-frame").addEventListener("load", () => {
   if (doc && doc.body) $("drift-frame").style.height = (doc.documentElement.scrollHeight + 20) + "px";
 });
 
+// "Open the page on its own": a plain link cannot send the API key, so with a key set the page is fetched with it
+// and opened from memory (a blob: address) in the new tab.
+$("drift-open").addEventListener("click", async (ev) => {
+  if (!sessionStorage.getItem(KEY_STORE)) return;
+  ev.preventDefault();
+  const tab = window.open("", "_blank");  // opened within the click, so that no pop-up blocker stops it
+  try {
+    const html = await api("GET", "/v1/drift/page");
+    if (!tab) return;
+    tab.opener = null;
+    tab.location.href = URL.createObjectURL(new Blob([html], { type: "text/html" }));
+  } catch (err) {
+    if (tab) tab.close();
+    showError($("drift-error"), err);
+  }
+});
+
 // ---- views -------------------------------------------------------------------------------------------------
 async function route() {
   const hash = decodeURIComponent(location.hash.replace(/^#/, "")) || "ask";
@@ -451,11 +614,11 @@ async function route() {
     const box = $("comm-error");
     box.hidden = true;
     try {
-      if (!tree) await loadTree();
-      const id = rest.join("/") || (tree.data.communities[0] && tree.data.communities[0].id);
+      if (!list.data) await loadTree();
+      const id = rest.join("/") || (list.data.communities[0] && list.data.communities[0].id);
       if (id) await showCommunity(id);
     } catch (err) {
-      tree = null;
+      list.data = null;
       showError(box, err);
     }
   } else if (name === "drift") {

@@ -1,0 +1,176 @@
+"""Community titles in words: the main entities and what they do, and never two communities with one title.
+
+:func:`extractive_title` names a community offline from its graph: its most connected members whose names are
+words (not junk by :mod:`extraction.junk`, and made of word tokens), and what links them, taken from the
+description of the strongest relation among its leading members when that description is a short clause naming
+both and saying something of them ("billing-service depends on Redis", "Cratchits hustled Tiny Tim"), the most
+central pair first. Without such a clause it names the leading members ("Scrooge with Bob Cratchit and Fred").
+No keyword lists.
+
+:func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
+title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
+ranked member that the other communities do not hold ("..., with Fezziwig"), else by any member not yet in the
+title, else by its level in words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Sequence
+
+from core.records import Entity, Relation, Report
+from extraction.junk import FUNCTION_WORDS, junk_reason
+
+MAX_TITLE_WORDS = 14
+_TOKEN = re.compile(r"^[^\W_][\w'’.&+-]*$")
+_STRIP = ",.;:!?()\"'“”‘’"
+_LEVEL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def made_of_words(text: str) -> bool:
+    """Whether ``text`` starts with a letter and each of its tokens is a word (a number only after a word)."""
+    text = text.strip()
+    if not text[:1].isalpha():
+        return False
+    after_word = False
+    for raw in text.split():
+        tok = raw.strip(_STRIP)
+        if not tok:
+            if re.search(r"[^\w\s" + re.escape(_STRIP) + r"—–-]", raw):
+                return False
+            continue
+        if tok.replace(".", "").replace(",", "").isdigit():
+            if not after_word:
+                return False
+            continue
+        if not _TOKEN.match(tok) or not any(ch.isalpha() for ch in tok):
+            return False
+        reason = junk_reason(tok)
+        if reason is not None and reason != "function words":
+            return False
+        after_word = True
+    return True
+
+
+def title_worthy(name: str) -> bool:
+    """Whether an entity name may stand in a title: not junk, and made of words."""
+    return junk_reason(name) is None and made_of_words(name)
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def _name_words(name: str) -> list[str]:
+    return [w for w in re.findall(r"[^\W\d_][\w'’-]*", name) if len(w) >= 3 and w[:1].isupper()]
+
+
+def _names_in(name: str, line: str) -> bool:
+    """Whether ``line`` names ``name``: whole, or by one of its capitalized words (an entity merged from "Scrooge"
+    and "Ebenezer Scrooge" is named by either)."""
+    return name.casefold() in line.casefold() or any(
+        re.search(r"(?<!\w)" + re.escape(w) + r"(?!\w)", line) for w in _name_words(name))
+
+
+def _clause(description: str, a: str, b: str, names: Sequence[str] = ()) -> str | None:
+    """A relation's description as a short clause naming both ends and saying something between them (a word
+    that is neither a function word nor part of one of ``names``), or None."""
+    line = " ".join(description.split("\n", 1)[0].split()).rstrip(" .;:,")
+    if not line or "…" in line or len(line.split()) > MAX_TITLE_WORDS or re.search(r"[,;:]\s", line):
+        return None  # (a clause with a comma is a list, or two clauses)
+    if not (_names_in(a, line) and _names_in(b, line)):
+        return None
+    named = {w for n in names for w in re.findall(r"[^\W\d_]+", n.casefold())}
+    middle = line
+    for n in (a, b):
+        middle = re.sub(re.escape(n), " ", middle, flags=re.I)
+        for w in _name_words(n):
+            middle = re.sub(r"(?<!\w)" + re.escape(w) + r"(?!\w)", " ", middle)
+    # What links them is said by a word that is not capitalized (a verb, a noun), not a function word, and
+    # not part of a name.
+    saying = [w for w in re.findall(r"[^\W\d_]+", middle)
+              if not w[:1].isupper() and w.casefold() not in FUNCTION_WORDS and w.casefold() not in named]
+    if not saying or not made_of_words(line):
+        return None
+    return line
+
+
+def _join(names: Sequence[str]) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str) -> str:
+    """The title of a community whose members are ``ranked`` (most central first) and ``relations`` its
+    internal relations; ``fallback`` when no member's name is made of words."""
+    worthy = [e for e in ranked if title_worthy(e.name)]
+    if not worthy:
+        return fallback
+    lead = {e.id: i for i, e in enumerate(worthy[:4])}
+    best: tuple[tuple[int, int, float, str], str] | None = None
+    for r in relations:
+        if r.source_id in lead and r.target_id in lead:
+            i, j = sorted((lead[r.source_id], lead[r.target_id]))
+            clause = _clause(r.description, worthy[i].name, worthy[j].name, [e.name for e in ranked])
+            rank = (i, j, -r.weight, r.id)  # the most central pair first, then the best supported relation
+            if clause is not None and (best is None or rank < best[0]):
+                best = (rank, clause)
+    if best is not None:
+        clause = best[1]
+        top = worthy[0].name
+        if not _names_in(top, clause) and len(clause.split()) + len(top.split()) < MAX_TITLE_WORDS:
+            return f"{clause}, with {top}"
+        return clause
+    main = worthy[0].name
+    others = [e.name for e in worthy[1:] if not e.name.casefold().startswith(main.casefold())][:2]
+    return f"{main} with {_join(others)}" if others else main
+
+
+def _candidates(title: str, names: Sequence[str], others: set[str], level: int) -> Iterable[str]:
+    low = title.casefold()
+    fresh = [n for n in names if n.casefold() not in low]
+    for n in [n for n in fresh if n.casefold() not in others] + [n for n in fresh if n.casefold() in others]:
+        yield f"{title}, with {n}"
+    word = _LEVEL_WORDS[level] if level < len(_LEVEL_WORDS) else "below ten"
+    yield f"{title}, at level {word}"
+    for i, w in enumerate(_LEVEL_WORDS[2:], start=2):
+        yield f"{title}, at level {word}, part {w}"
+
+
+def unique_titles(reports: Sequence[Report], members: Callable[[str], Sequence[str]],
+                  fixed: Iterable[str] = ()) -> dict[str, str]:
+    """New titles (community id -> title) for the reports of ``reports`` whose title is not unique.
+
+    ``members``: a community's member names that may stand in a title, most central first. ``fixed``: ids of
+    reports whose title stays
+    as it is when it collides with the others' (already published or of a deeper level); among the rest, every
+    report of a colliding group is qualified, in community-id order, so the outcome does not depend on which
+    was written first."""
+    fixed_ids = set(fixed)
+    taken: dict[str, str] = {}
+    for r in sorted((r for r in reports if r.community_id in fixed_ids), key=lambda r: r.community_id):
+        taken.setdefault(_folded(r.title), r.community_id)
+    groups: dict[str, list[Report]] = {}
+    for r in reports:
+        if r.community_id not in fixed_ids:
+            groups.setdefault(_folded(r.title), []).append(r)
+    out: dict[str, str] = {}
+    fixed_dupes = [r for r in sorted(reports, key=lambda r: r.community_id)
+                   if r.community_id in fixed_ids and taken[_folded(r.title)] != r.community_id]
+    used = set(taken)
+    for key, group in groups.items():
+        if len(group) == 1 and key not in taken:
+            used.add(key)
+    pending = [r for key, group in sorted(groups.items()) for r in group if len(group) > 1 or key in taken]
+    for r in sorted(pending + fixed_dupes, key=lambda r: r.community_id):
+        rivals = [g for g in groups.get(_folded(r.title), []) if g.community_id != r.community_id]
+        if _folded(r.title) in taken and taken[_folded(r.title)] != r.community_id:
+            rivals.append(next(x for x in reports if x.community_id == taken[_folded(r.title)]))
+        others = {n.casefold() for g in rivals for n in members(g.community_id)}
+        for candidate in _candidates(r.title, members(r.community_id), others, r.level):
+            if _folded(candidate) not in used:
+                used.add(_folded(candidate))
+                out[r.community_id] = candidate
+                break
+    return out

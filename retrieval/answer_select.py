@@ -1,0 +1,379 @@
+"""Choosing what a local answer quotes: the units of the top passages that answer the question.
+
+Candidates are the units (:mod:`retrieval.answer_units`) of the few best passages of the fused search. Each is
+scored by what makes a passage's sentence an answer rather than a sentence that shares words with it:
+
+- its own meaning: the cosine of its vector with the question's (embedded in one batch, only the candidates,
+  cached by text), not its chunk's;
+- the question's entities in it (names and identifiers the offline extractor finds in the question, and the
+  index's known entities), and more than one of them together (a relation between them);
+- sitting under a heading that the question's words match, first under it, and reading as a definition of a
+  question term ("A gauge is ...", "``counter``: ...");
+- holding the kind of thing the question asks for (a number, a date, a name) that the question does not
+  already contain: an answer adds something;
+- BM25 over the candidates and its passage's rank, as weaker signals.
+
+Selection: the best unit of each of the two best passages that mention the question's entities or words (a
+two-hop answer shows both hops: the bridge sentence and the one beyond it), then maximal marginal relevance
+over the rest, keeping only units near the best. When the question asks for a value (a number or a date) and no
+candidate holds one, the selection says so instead of quoting what is near it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import unicodedata
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable, Literal, Sequence
+
+import numpy as np
+
+from communities.sentences import chunk_is_first, normalized
+from extraction.offline import COMMON_WORDS, find_entities
+from retrieval.answer_units import Unit, answer_units
+from retrieval.bm25 import BM25Index
+from retrieval.language import uncovered
+
+Wanted = Literal["number", "date", "name"]
+PASSAGES = 5  # candidates come from this many of the best passages
+HOP_PASSAGES = 3  # passages a second hop may add
+MAX_CANDIDATES = 96  # units embedded per question at most
+# How the signals are weighed (each signal is in [0, 1]; dense and lexical are min-max and max scaled over the
+# candidates). Without a semantic embedder the lexical signal takes the dense one's place.
+WEIGHTS = {"dense": 0.45, "lexical": 0.35, "lexical_alone": 0.5, "entities": 0.2, "pair": 0.1, "heading": 0.45,
+           "definition": 0.25, "holds": 0.15, "rank": 0.3, "hop": 0.2}
+TITLE_SHARE = 0.45  # a title line counts this share of a matching section heading
+KEEP_SHARE = 0.5  # a unit scoring under this share of the best one does not pad the answer
+
+# What a question asks for, by its question words (English, Polish, Chinese: the languages the router reads).
+_WANTS: tuple[tuple[Wanted, re.Pattern[str]], ...] = (
+    ("date", re.compile(r"\bwhen\b|\b(?:what|which|in which) (?:year|date|month|day|decade|century)\b|\bkiedy\b|"
+                        r"\bw (?:którym|jakim) roku\b|何时|什么时候|哪一?年", re.I)),
+    ("number", re.compile(r"\bhow (?:many|much|long|old|far|tall|high|big|large|often)\b|\bnumber of\b|"
+                          r"\bwhat (?:is the )?(?:percentage|price|cost|amount|population|size|port|version)\b|"
+                          r"\bile\b|\bilu\b|多少|几", re.I)),
+    ("name", re.compile(r"^\W*(?:who|whom|whose)\b|\b(?:who|whom|whose)\b|\bkto\b|\bkogo\b|\bkomu\b|谁", re.I)),
+)
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
+_MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+                    r"stycznia|lutego|marca|kwietnia|maja|czerwca|lipca|sierpnia|września|października|listopada|"
+                    r"grudnia|styczniu|lutym|marcu|kwietniu|maju|czerwcu|lipcu|sierpniu|wrześniu|październiku|"
+                    r"listopadzie|grudniu)\b|[0-9一二三四五六七八九十]+月|[0-9]+年")
+_NUMBER_WORDS = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+                           r"forty|fifty|hundred|thousand|million|billion|dozen|jeden|jedna|dwa|dwie|trzy|cztery|"
+                           r"pięć|sześć|siedem|osiem|dziewięć|dziesięć|sto|tysiąc|milion)\b|[一二两三四五六七八九十百千万亿]",
+                           re.I)
+_CAPITAL = re.compile(r"\b[^\W\d_][\w'’.-]*", re.UNICODE)
+# A definition opens with its term: "A gauge is a metric ...", "Gauges are the ...", "`counter`: a cumulative ...",
+# "Licznik to ..." (the term is at most four words; the copula is followed by an article, or it is a colon or dash).
+_TERM = r"^\W{0,3}(?:(?:an?|the)\s+)?[`*_\"“]*((?:[\w.’'-]+\s+){0,3}[\w.’'-]+?)[`*_\"”]*\s*(?:\([^)]{0,60}\)\s*)?"
+_DEFINITION = re.compile(_TERM + r"(?:(?:is|are|refers to|means|denotes)\s+(?:an?|the|one|any)\b|"
+                         r"(?:jest|to|są)\s|[:—–]\s)", re.I)
+
+
+def wanted(question: str) -> Wanted | None:
+    """The kind of value the question asks for, from its question words (None: not one of these)."""
+    for kind, pattern in _WANTS:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+def _holds(kind: Wanted, text: str, question_words: set[str]) -> bool:
+    """Whether ``text`` holds a value of ``kind`` that the question does not already contain."""
+    if kind == "date":
+        return any(m.group(0) not in question_words for m in _YEAR.finditer(text)) or bool(_MONTH.search(text))
+    if kind == "number":
+        return (any(m.group(0) not in question_words for m in _DIGITS.finditer(text))
+                or any(m.group(0).lower() not in question_words for m in _NUMBER_WORDS.finditer(text)))
+    words = _CAPITAL.findall(text)[1:]  # a sentence's first word is capitalized whatever it is
+    return any(w[:1].isupper() and w.lower().strip(".'’") not in question_words and w.lower() not in COMMON_WORDS
+               for w in words)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What a local answer quotes, best first, and what it lacks."""
+
+    units: tuple[Unit, ...]
+    missing_value: Wanted | None = None  # the question asks for this kind of value and no candidate holds one
+    read: tuple[str, ...] = ()  # the passages whose units were candidates
+
+
+class _VectorMemo:
+    """Unit vectors by embedder and text, kept in memory (least recently used out), so that a unit embedded for
+    one question is not embedded again for the next."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size, self._lock, self._items = size, threading.Lock(), OrderedDict()  # type: ignore[var-annotated]
+
+    def vectors(self, embedder: Any, texts: Sequence[str], disk: Any = None) -> np.ndarray:
+        name = getattr(embedder, "name", type(embedder).__name__)
+        keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=12).hexdigest() for t in texts]
+        out: dict[str, np.ndarray] = {}
+        with self._lock:
+            for k in keys:
+                if (name, k) in self._items:
+                    self._items.move_to_end((name, k))
+                    out[k] = self._items[(name, k)]
+        todo = [k for k in dict.fromkeys(keys) if k not in out]
+        if todo and disk is not None:
+            out.update(disk.get_many("unit:" + name, todo, embedder.dim))
+            todo = [k for k in todo if k not in out]
+        if todo:
+            by_key = dict(zip(keys, texts))
+            fresh = embedder.embed([by_key[k] for k in todo])
+            new = {k: np.asarray(v, np.float32) for k, v in zip(todo, fresh)}
+            if disk is not None:
+                disk.put_many("unit:" + name, new)
+            out.update(new)
+        with self._lock:
+            for k in keys:
+                self._items[(name, k)] = out[k]
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return np.stack([out[k] for k in keys])
+
+
+_MEMO = _VectorMemo()
+
+
+def _bm25(question_terms: list[str], token_lists: list[list[str]]) -> np.ndarray:
+    if not token_lists:
+        return np.zeros(0)
+    bm25 = BM25Index()
+    bm25.add(token_lists)
+    bm25.commit()
+    scores = np.asarray(bm25.get_scores(question_terms), np.float64)
+    top = float(scores.max()) if scores.size else 0.0
+    return scores / top if top > 0 else np.zeros(len(token_lists))
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x)
+
+
+def question_entities(question: str, lexicon: Any = None) -> list[str]:
+    """The names and identifiers in the question (offline extractor), and the index's entities it names."""
+    names = [f.name for f in find_entities(question) if not f.at_start or f.type != "name"]
+    if lexicon is not None:
+        names += [e.name for e in lexicon.find(question)]
+    return list(dict.fromkeys(n for n in names if len(n) >= 2))
+
+
+@lru_cache(maxsize=65_536)
+def _folded(text: str) -> str:
+    """Lower case without accents, so that "Aschenbrodel" finds "Aschenbrödel"."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(ch))
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(_folded(name)) + r"(?!\w)", _folded(text)) is not None
+
+
+@dataclass
+class _Pool:
+    """The candidate units and, for each, the rank of the passage it came from."""
+
+    units: list[Unit]
+    rank: list[float]
+    seen: set[str]
+
+    def add(self, hits: Sequence[Any], first_rank: float) -> None:
+        for r, hit in enumerate(hits):
+            for u in answer_units(hit.chunk_id, hit.text, chunk_is_first(hit.chunk_id)):
+                key = normalized(u.text)
+                if key not in self.seen:
+                    self.seen.add(key)
+                    self.units.append(u)
+                    self.rank.append(first_rank + r)
+
+
+@dataclass
+class _Scored:
+    score: np.ndarray
+    relevant: np.ndarray  # names the question's entities or words
+    holds: np.ndarray
+    ent: np.ndarray  # share of the question's entities it names
+    hop: np.ndarray  # how well it names what the bridge sentence adds (0 without a second hop)
+    vecs: np.ndarray | None
+
+
+def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | None, lexicon: Any,
+           bridge: str = "") -> _Scored:
+    units, tok = pool.units, index.tokenizer
+    q_terms = tok(question)
+    q_set = set(q_terms)
+    lex = _bm25(q_terms, [tok(u.text) for u in units])
+    # A second hop's passages are read for what the bridge sentence adds to the question: the entities it names
+    # that the question does not (in the text, or as the heading the unit sits under).
+    b_names = bridge_entities(question, bridge) if bridge else []
+    b_terms = [t for name in b_names for t in tok(name) if t not in q_set]
+    hop = _bm25(b_terms, [tok(f"{u.heading} {u.text}") for u in units]) if b_terms else np.zeros(len(units))
+    prior = 1.0 / (1.0 + np.asarray(pool.rank, np.float64))
+    ents = question_entities(question, lexicon)
+    q_words = {w.lower().strip(".'’") for w in re.findall(r"[\w'’.-]+", question)} | set(_DIGITS.findall(question))
+    kind = wanted(question)
+    ent, pair, head, definition, holds = (np.zeros(len(units)) for _ in range(5))
+    for i, u in enumerate(units):
+        inside = [e for e in ents if _mentions(u.text, e)]
+        under = [e for e in ents if e not in inside and _mentions(u.heading, e)]
+        if ents:
+            ent[i] = (len(inside) + 0.5 * len(under)) / len(ents)
+        pair[i] = float(len(inside) >= 2)
+        h_terms = set(tok(u.heading)) if u.heading else set()
+        if h_terms and q_set:
+            # A heading that the question names ("Gauge" for "... a counter and a gauge?"), or whose words the
+            # question all uses: what follows it, first of all, answers it.
+            share = len(h_terms & q_set) / min(len(h_terms), len(q_set))
+            # A section heading is more specific evidence than the document's title line above every sentence.
+            head[i] = share * (1.0 if u.first_under_heading else 0.6) * (TITLE_SHARE if u.title else 1.0)
+        m = _DEFINITION.match(u.text) if u.kind == "sentence" else None
+        if m and set(tok(m.group(1))) & q_set:
+            definition[i] = 1.0
+        if kind is not None:
+            holds[i] = float(_holds(kind, u.text, q_words))
+    dense = np.zeros(len(units))
+    vecs = None
+    embedder = getattr(index, "embedder", None)
+    semantic = embedder is not None and getattr(embedder, "semantic", False)
+    if query_vector is not None and semantic and _reads(index, question):
+        texts = [f"{u.heading}: {u.text}" if u.heading else u.text for u in units]
+        vecs = _MEMO.vectors(embedder, texts, getattr(index, "vector_cache", None))
+        dense = _minmax(vecs @ np.asarray(query_vector, np.float32))
+    w = WEIGHTS
+    w_dense, w_lex = (w["dense"], w["lexical"]) if vecs is not None else (0.0, w["lexical_alone"])
+    score = (w_dense * dense + w_lex * lex + w["entities"] * ent + w["pair"] * pair + w["heading"] * head
+             + w["definition"] * definition + w["holds"] * holds + w["rank"] * prior + w["hop"] * hop)
+    return _Scored(score, (ent > 0) | (lex > 0) | (hop > 0), holds, ent, hop, vecs)
+
+
+def bridge_entities(question: str, bridge: str) -> list[str]:
+    """The names and identifiers of the bridge sentence that the question does not name: where the next hop is."""
+    asked = question.lower()
+    return list(dict.fromkeys(f.name for f in find_entities(bridge) if f.name.lower() not in asked and len(f.name) > 2))
+
+
+def _hop_query(question: str, bridge: str, lexicon: Any) -> str:
+    """The second hop's query: the bridge's new entities in place of the question's own."""
+    rest = question
+    for name in question_entities(question, lexicon):
+        rest = re.sub(re.escape(name), " ", rest, flags=re.I)
+    names = bridge_entities(question, bridge)
+    return f"{' '.join(names)} {rest}" if names else f"{question} {bridge}"
+
+
+def _reads(index: Any, question: str) -> bool:
+    """Whether the embedder reads the question's language (as the dense search decides: a MiniLM vector of a
+    Chinese question says little, so the units are then scored without it)."""
+    covered = getattr(index, "embedder_languages", None)
+    language = getattr(index, "query_language", None)
+    return covered is None or language is None or not uncovered([language(question)], covered)
+
+
+def _bridge(pool: _Pool, scored: _Scored) -> int | None:
+    """The unit that holds the question's entities best (the first hop), else the top passage's best unit."""
+    named = [i for i in range(len(pool.units)) if scored.ent[i] > 0]
+    if named:
+        return max(named, key=lambda i: (0.5 * scored.ent[i] + scored.score[i], -i))
+    first = [i for i, r in enumerate(pool.rank) if r == 0 and scored.relevant[i]]
+    return max(first, key=lambda i: (scored.score[i], -i)) if first else None
+
+
+def _bound(pool: _Pool, question: str, index: Any, bridge: str = "") -> None:
+    """Keep at most ``MAX_CANDIDATES`` units (the lexically and rank-wise likeliest), bounding what is embedded."""
+    if len(pool.units) <= MAX_CANDIDATES:
+        return
+    tok = index.tokenizer
+    lex = _bm25(tok(f"{question} {bridge}"), [tok(u.text) for u in pool.units])
+    keep = sorted(np.argsort(-(lex + 1.0 / (1.0 + np.asarray(pool.rank))), kind="stable")[:MAX_CANDIDATES])
+    pool.units, pool.rank = [pool.units[i] for i in keep], [pool.rank[i] for i in keep]
+
+
+def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector: np.ndarray | None,
+           lexicon: Any = None, search: Callable[[str], Sequence[Any]] | None = None) -> Selection:
+    """Choose up to ``n`` units of the top ``hits`` (retrieval.index.Hit, best first) for ``question``.
+
+    With ``search`` (the fused search, same filter), a second hop: the question with the best sentence of the
+    top passage (the bridge) is searched again, and up to ``HOP_PASSAGES`` passages it finds that the first
+    search did not rank near the top join the candidates."""
+    top = list(hits[:PASSAGES])
+    pool = _Pool([], [], set())
+    pool.add(top, 0)
+    _bound(pool, question, index)
+    read = [h.chunk_id for h in top]
+    if not pool.units:
+        return Selection((), None, tuple(read))
+    scored = _score(question, pool, index, query_vector, lexicon)
+    bridge_at = _bridge(pool, scored)
+    bridge = pool.units[bridge_at].text if bridge_at is not None else ""
+    if search is not None and bridge:
+        more = [h for h in search(_hop_query(question, bridge, lexicon)) if h.chunk_id not in read][:HOP_PASSAGES]
+        if more:
+            pool.add(more, 1)  # ranked as the second passage: the hop the bridge points to
+            _bound(pool, question, index, bridge)
+            read += [h.chunk_id for h in more]
+            scored = _score(question, pool, index, query_vector, lexicon, bridge)
+    units, rank, score = pool.units, pool.rank, scored.score
+    kind = wanted(question)
+    if kind in ("number", "date") and not scored.holds.any():
+        return Selection((), kind, tuple(read))
+    # Both hops: the bridge (the best unit naming the question's entities, else the top passage's best), then
+    # the best of the passages the second hop found (or, without one, of the other top passages).
+    chosen: list[int] = []
+    at = _bridge(pool, scored)
+    if at is not None:
+        chosen.append(at)
+        hop = set(read[len(top):]) or {h.chunk_id for h in top} - {units[at].chunk_id}
+        mine = [i for i, u in enumerate(units) if u.chunk_id in hop and scored.relevant[i]]
+        if mine and n > 1:
+            chosen.append(max(mine, key=lambda i: (score[i] + scored.hop[i], -i)))
+    if scored.vecs is not None:
+        sim = scored.vecs @ scored.vecs.T
+    else:
+        sim = term_similarity([index.tokenizer(u.text) for u in units])
+    best = float(score.max())
+    eligible = score >= KEEP_SHARE * best
+    for i in chosen:
+        eligible[i] = True
+    order = _mmr_after(score, sim, n, chosen, eligible)
+    return Selection(tuple(units[i] for i in order), None, tuple(read))
+
+
+def _mmr_after(score: np.ndarray, sim: np.ndarray, n: int, chosen: list[int], eligible: np.ndarray,
+               lam: float = 0.75) -> list[int]:
+    """Maximal marginal relevance over the eligible units, starting from the units already ``chosen``."""
+    s = _minmax(np.asarray(score, np.float64)) if len(score) > 1 else np.ones(len(score))
+    out = list(dict.fromkeys(chosen))[:n]
+    closest = np.max(sim[out], axis=0) if out else np.zeros(len(s))
+    while len(out) < n:
+        value = lam * s - (1 - lam) * closest
+        value[~eligible] = -np.inf
+        value[out] = -np.inf
+        value[closest >= 0.95] = -np.inf  # the same point again, from an overlapping chunk or in other words
+        best = int(np.argmax(value))
+        if not np.isfinite(value[best]):
+            break
+        out.append(best)
+        closest = np.maximum(closest, sim[best])
+    return out
+
+
+def term_similarity(token_lists: list[list[str]]) -> np.ndarray:
+    """Cosine similarity of token lists as term-count vectors (redundancy between quoted units)."""
+    vocab: dict[str, int] = {}
+    for toks in token_lists:
+        for t in toks:
+            vocab.setdefault(t, len(vocab))
+    m = np.zeros((len(token_lists), max(1, len(vocab))))
+    for i, toks in enumerate(token_lists):
+        for t in toks:
+            m[i, vocab[t]] += 1.0
+    m /= np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return m @ m.T

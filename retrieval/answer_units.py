@@ -1,0 +1,151 @@
+"""The units a local answer may quote from a chunk: whole sentences, whole Markdown lists and tables, whole code
+blocks, each with the heading it sits under.
+
+A unit is always ``chunk.text[start:end]``, so a citation points at it. Sentences come from
+:func:`communities.sentences.whole_sentences`. On top of them:
+
+- a fenced code block (```` ``` ```` or ``~~~``) is one unit when both of its fences are in the chunk, and no
+  part of it is ever quoted when the chunk cuts it (a window that opens or ends inside the fence);
+- a Markdown list or table that the chunk holds whole (text follows it, and it does not open a chunk that
+  starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one;
+- every unit knows the nearest heading above it (a ``#`` line, or the title line that opens a document) and
+  whether it is the first unit under that heading.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from communities.sentences import whole_sentences
+
+Kind = Literal["sentence", "list", "table", "code"]
+MAX_BLOCK_CHARS = 1500  # a list, table or code block longer than this is not quoted as one unit
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$", re.MULTILINE)
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
+_ROW = re.compile(r"^[ \t]*\|")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A quotable piece of a chunk: ``text == chunk.text[start:end]``."""
+
+    chunk_id: str
+    start: int
+    end: int
+    text: str
+    kind: Kind
+    heading: str = ""  # the heading the unit sits under ("" when none is in the chunk)
+    first_under_heading: bool = False
+    title: bool = False  # the heading is the document's title line (it covers the whole document, not a section)
+
+
+def _code_regions(text: str, at_document_start: bool) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(whole code blocks, cut code regions) as spans of ``text``. Fences pair up in order; an unpaired fence
+    means the chunk cuts a block: at the end (the usual case) or, in a chunk that opens mid-document and whose
+    first fence carries no language tag (a closing fence), at the start."""
+    fences = list(_FENCE.finditer(text))
+    whole: list[tuple[int, int]] = []
+    cut: list[tuple[int, int]] = []
+    if len(fences) % 2 == 1:
+        if not at_document_start and not fences[0].group(2):
+            cut.append((0, fences[0].end()))
+            fences = fences[1:]
+        else:
+            cut.append((fences[-1].start(), len(text)))
+            fences = fences[:-1]
+    for open_, close in zip(fences[::2], fences[1::2]):
+        whole.append((open_.start(), close.end()))
+    return whole, cut
+
+
+def _blocks(text: str, skip: list[tuple[int, int]]) -> list[tuple[int, int, Kind]]:
+    """Runs of list-item lines (with their indented continuation lines) and of table rows, outside code."""
+    out: list[tuple[int, int, Kind]] = []
+    pos = 0
+    run: tuple[int, int, Kind] | None = None
+    for line in text.splitlines(keepends=True):
+        start, end = pos, pos + len(line.rstrip("\n"))
+        pos += len(line)
+        if any(s <= start < e for s, e in skip):
+            kind = None
+        elif _ROW.match(line):
+            kind = "table"
+        elif _ITEM.match(line):
+            kind = "list"
+        elif run is not None and run[2] == "list" and line.strip() and line[:1] in " \t":
+            kind = "list"  # an item's continuation line
+        else:
+            kind = None
+        if kind is not None and run is not None and run[2] == kind:
+            run = (run[0], end, kind)
+            continue
+        if run is not None:
+            out.append(run)
+            run = None
+        if kind is not None:
+            run = (start, end, kind)  # type: ignore[assignment]
+    if run is not None:
+        out.append(run)
+    return out
+
+
+def _headings(text: str, at_document_start: bool, skip: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
+    """(line start, line end, heading text) of the ``#`` headings outside code, and the title line that opens a
+    document (a short first line without sentence punctuation, followed by more text)."""
+    out = [(m.start(), m.end(), m.group(1).strip()) for m in _HEADING.finditer(text)
+           if not any(s <= m.start() < e for s, e in skip)]
+    if at_document_start:
+        first = text.split("\n", 1)
+        line = first[0].strip()
+        if (len(first) == 2 and first[1].strip() and 0 < len(line) <= 120 and not line.startswith(("#", "-", "*", "|", "`"))
+                and not re.search(r"[.!?:;。！？]$", line)):
+            out.insert(0, (0, len(first[0]), line))
+    return out
+
+
+def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit]:
+    """The quotable units of a chunk, in text order."""
+    whole_code, cut_code = _code_regions(text, at_document_start)
+    code_like = whole_code + cut_code
+    spans: list[tuple[int, int, Kind]] = []
+    for s, e in whole_code:
+        if e - s <= MAX_BLOCK_CHARS:
+            spans.append((s, e, "code"))
+    kept_blocks: list[tuple[int, int]] = []
+    for s, e, kind in _blocks(text, code_like):
+        opens_cut = s == 0 and not at_document_start
+        ends_cut = not text[e:].strip()  # nothing after it in the chunk: the window may cut it
+        if opens_cut or ends_cut or e - s > MAX_BLOCK_CHARS:
+            continue
+        if kind == "list" and sum(1 for ln in text[s:e].splitlines() if _ITEM.match(ln)) < 2:
+            continue  # a single item reads as a sentence
+        spans.append((s, e, kind))
+        kept_blocks.append((s, e))
+    taken = code_like + kept_blocks
+    heads = _headings(text, at_document_start, code_like)
+    title_end = heads[0][1] if heads and heads[0][0] == 0 and not text.startswith("#") else 0
+    for s, e in whole_sentences(text, at_document_start):
+        if s < title_end < e:  # the sentence splitter glued the title line to the first sentence
+            s = title_end + len(text[title_end:e]) - len(text[title_end:e].lstrip())
+        if any(s < te and ts < e for ts, te in taken):
+            continue
+        if _FENCE.search(text[s:e]):
+            continue
+        spans.append((s, e, "sentence"))
+    spans.sort()
+    units: list[Unit] = []
+    last_heading = -1
+    for s, e, kind in spans:
+        above = [h for h in heads if h[1] <= s]
+        heading = above[-1][2] if above else ""
+        hpos = above[-1][0] if above else -1
+        first = bool(above) and hpos != last_heading
+        if above:
+            last_heading = hpos
+        titled = bool(above) and hpos == 0 and title_end > 0
+        units.append(Unit(chunk_id, s, e, text[s:e], kind, heading, first, titled))
+    return units

@@ -1,0 +1,281 @@
+"""The graph's ranked list: personalized PageRank from the question's entities over entities and chunks.
+
+A question whose answer spans passages joined by an entity ("the association which published the Journal of
+Psychotherapy Integration") names the first hop; the second passage shares an entity with the first, not words
+with the question. The walk finds it the way HippoRAG 2 does:
+
+- **nodes**: the generation's entities and its chunk index's rows;
+- **edges** (undirected, weighted): *mention* edges between a chunk and each entity it mentions (weaker for
+  entities mentioned everywhere), *relation* edges between entities weighted by how many chunks support the
+  relation, and *synonym* edges between entities whose names are the same up to case, punctuation,
+  underscores and hyphens ("node_exporter" and "Node Exporter");
+- **seeds**: the entities the question names (matched by the router's :class:`EntityLexicon` and by the same
+  normalized names), weighted by how specific they are (inverse chunk frequency); optionally also the other
+  lists' top passages (``WalkParams.passage_seed_share``, 0 by default);
+- **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
+
+The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query is a few
+sparse matrix-vector products (power iteration), so it needs no store and hot-reloads with the generation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from core.records import GraphSnapshot
+from extraction.resolution import normalize_name
+from retrieval.router import EntityLexicon, KnownEntity
+
+_SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
+_NOT_WORD = re.compile(r"[^\w\s]+")
+_QUESTION_WORDS = re.compile(r"[\w.'’\-]+")
+
+
+def walk_key(name: str) -> str:
+    """A name's key for linking and synonyms: :func:`normalize_name` (case, articles, possessives, plurals),
+    accents dropped ("Aschenbrödel" = "Aschenbrodel"), underscores, hyphens and slashes as spaces and other
+    punctuation dropped."""
+    key = normalize_name(unicodedata.normalize("NFKC", name), "name")
+    key = "".join(ch for ch in unicodedata.normalize("NFKD", key) if not unicodedata.combining(ch))
+    key = _SEPARATORS.sub(" ", key)
+    key = _NOT_WORD.sub("", key)
+    return " ".join(key.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """An entity that seeds the walk: its id and name, the question's words it matched, and its share of the
+    reset mass."""
+
+    entity_id: str
+    name: str
+    matched: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class WalkParams:
+    """How the walk is seeded and how far it spreads (``retrieval.graph_*`` settings)."""
+
+    damping: float = 0.5  # probability of following an edge at each step (1 - damping: back to a seed)
+    iterations: int = 30
+    tolerance: float = 1e-7
+    passage_seed_share: float = 0.0  # the share of the reset mass on the other lists' top passages (0.3 and
+    # 0.6 ranked worse than 0 on both multi-hop dev sets, bench.multihop: the list then repeats the other two)
+    passage_seeds: int = 5
+    relation_weight: float = 0.5  # per supporting chunk, relative to a mention edge
+    synonym_weight: float = 1.0
+    max_entity_share: float = 0.1  # entities mentioned in more of the chunks than this seed nothing
+    walked_only: bool = True  # rank a seeded passage by the mass the walk brings it, not its own reset mass
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """The question's entities (the walk's seeds), best first."""
+
+    seeds: tuple[Seed, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s.name for s in self.seeds))
+
+
+NO_LINK = Link(())
+
+
+class GraphWalk:
+    """Personalized PageRank over one generation's entity+chunk graph (see the module docstring)."""
+
+    def __init__(self, entity_ids: Sequence[str], names: Sequence[str], df: np.ndarray, keys: Mapping[str, list[int]],
+                 transition_t: sparse.csr_matrix, n_rows: int, lexicon: EntityLexicon, params: WalkParams,
+                 counts: Mapping[str, int], is_stop: Callable[[str], bool]) -> None:
+        self.entity_ids, self.names, self.df = list(entity_ids), list(names), df
+        self.keys = keys  # walk key -> entity positions
+        self.transition_t = transition_t  # column-stochastic over (entities, then rows)
+        self.n_entities, self.n_rows = len(self.entity_ids), n_rows
+        self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
+        self.max_words = max((k.count(" ") + 1 for k in keys), default=1)
+        self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
+
+    # -- building ---------------------------------------------------------------------------------------------
+    @classmethod
+    def build(cls, graph: GraphSnapshot, row_of: Mapping[str, int], n_rows: int, params: WalkParams | None = None,
+              is_stop: Callable[[str], bool] = lambda _: False) -> "GraphWalk":
+        """The walk over ``graph`` whose chunk ids map to index rows by ``row_of`` (chunks the index does not
+        hold are left out). ``is_stop``: True for question words too common to name an entity."""
+        params = params or WalkParams()
+        entities = [e for e in graph.entities if any(c in row_of for c in e.chunk_ids)]
+        pos = {e.id: i for i, e in enumerate(entities)}
+        n_e = len(entities)
+        src: list[np.ndarray] = []
+        dst: list[np.ndarray] = []
+        wts: list[np.ndarray] = []
+        df = np.zeros(n_e, dtype=np.float64)
+        m_e, m_r = [], []
+        for i, e in enumerate(entities):
+            rows = sorted({row_of[c] for c in e.chunk_ids if c in row_of})
+            df[i] = len(rows)
+            m_e.extend([i] * len(rows))
+            m_r.extend(rows)
+        m_e_a, m_r_a = np.asarray(m_e, dtype=np.int64), np.asarray(m_r, dtype=np.int64) + n_e
+        # A mention edge weighs less for an entity that many chunks mention: walking through a hub says little.
+        m_w = 1.0 / (1.0 + np.log(np.maximum(df[m_e_a], 1.0))) if m_e_a.size else np.zeros(0)
+        src += [m_e_a, m_r_a]
+        dst += [m_r_a, m_e_a]
+        wts += [m_w, m_w]
+        r_a, r_b, r_w = [], [], []
+        for r in graph.relations:
+            a, b = pos.get(r.source_id), pos.get(r.target_id)
+            if a is None or b is None or a == b:
+                continue
+            r_a.append(a)
+            r_b.append(b)
+            r_w.append(params.relation_weight * max(1, len(r.chunk_ids)))
+        keys: dict[str, list[int]] = {}
+        for i, e in enumerate(entities):
+            k = walk_key(e.name)
+            if k:
+                keys.setdefault(k, []).append(i)
+        s_a, s_b = [], []
+        for group in keys.values():  # a star over each group of same-key entities
+            for j in group[1:]:
+                s_a.append(group[0])
+                s_b.append(j)
+        for a_list, b_list, w in ((r_a, r_b, r_w), (s_a, s_b, [params.synonym_weight] * len(s_a))):
+            a_arr, b_arr, w_arr = (np.asarray(a_list, dtype=np.int64), np.asarray(b_list, dtype=np.int64),
+                                   np.asarray(w, dtype=np.float64))
+            src += [a_arr, b_arr]
+            dst += [b_arr, a_arr]
+            wts += [w_arr, w_arr]
+        n = n_e + n_rows
+        w_all = np.concatenate(wts) if wts else np.zeros(0)
+        adj = sparse.csr_matrix((w_all, (np.concatenate(src), np.concatenate(dst))), shape=(n, n))
+        out = np.asarray(adj.sum(axis=1)).ravel()
+        inv = np.divide(1.0, out, out=np.zeros_like(out), where=out > 0)
+        transition_t = (sparse.diags(inv) @ adj).T.tocsr()  # column j: where a walker at node j steps
+        lexicon = EntityLexicon([KnownEntity(e.name, e.type, int(df[i])) for i, e in enumerate(entities)], n_rows)
+        counts = {"entities": n_e, "mention_edges": int(m_e_a.size), "relation_edges": len(r_a),
+                  "synonym_edges": len(s_a), "chunks": n_rows,
+                  "chunks_with_entities": int(len(set(m_r)))}
+        return cls([e.id for e in entities], [e.name for e in entities], df, keys, transition_t, n_rows, lexicon,
+                   params, counts, is_stop)
+
+    def stats(self) -> dict[str, int]:
+        """Entity and edge counts (printed by ``bench.multihop``)."""
+        return dict(self.counts)
+
+    # -- linking ----------------------------------------------------------------------------------------------
+    def link(self, question: str) -> Link:
+        """The entities the question names: the longest spans of its words whose normalized name (case,
+        punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
+        that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
+        a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
+        each seed weighs by its inverse chunk frequency."""
+        words = _QUESTION_WORDS.findall(question)
+        # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
+        # does not name the entity "Association" (a word that opened sentences in the corpus).
+        cased = any(w[:1].isupper() for w in words[1:])
+
+        def names(span: str, name: str) -> bool:
+            return not cased or span != span.lower() or name == name.lower()
+
+        found: dict[int, str] = {}
+        spans: list[str] = []
+        i = 0
+        while i < len(words):
+            for n in range(min(self.max_words, len(words) - i), 0, -1):
+                span = " ".join(words[i:i + n])
+                hits = [j for j in self.keys.get(walk_key(span), ()) if names(span, self.names[j])]
+                if hits and not self.is_stop(span):
+                    for j in hits:
+                        found.setdefault(j, span)
+                    spans.append(f" {walk_key(span)} ")
+                    i += n - 1
+                    break
+            i += 1
+        for hit in self.lexicon.find(question):
+            key = walk_key(hit.name)
+            if cased and hit.name != hit.name.lower() and hit.name not in question:
+                continue  # matched only in lowercase: the spans above judge case
+            if any(f" {key} " in sp and sp != f" {key} " for sp in spans):
+                continue  # part of a longer name the question names ("Bad Day" in "... Very Bad Day")
+            for j in self.keys.get(key, ()):
+                found.setdefault(j, hit.name)
+        total = max(1, self.n_rows)
+        limit = max(2.0, self.params.max_entity_share * total)
+        seeds = []
+        for j, matched in found.items():
+            if self.df[j] > limit or self.is_stop(matched):
+                continue
+            seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
+        seeds.sort(key=lambda s: (-s.weight, s.name))
+        return Link(tuple(seeds))
+
+    # -- walking ----------------------------------------------------------------------------------------------
+    def pagerank(self, reset: np.ndarray, back: np.ndarray | None = None) -> np.ndarray:
+        """Personalized PageRank for the reset distribution ``reset`` (sums to 1) by power iteration; mass at a
+        node without edges goes to ``back`` (default: the seeds)."""
+        d = self.params.damping
+        back = reset if back is None else back
+        p = reset.copy()
+        for _ in range(self.params.iterations):
+            step = self.transition_t @ p
+            nxt = (1.0 - d) * reset + d * step + d * (1.0 - step.sum()) * back
+            if np.abs(nxt - p).sum() < self.params.tolerance:
+                return nxt
+            p = nxt
+        return p
+
+    def rank(self, link: Link, depth: int, mask: np.ndarray | None,
+             passages: Sequence[int] = ()) -> list[tuple[int, float]]:
+        """The rows best reached from the seeds, (row, PageRank mass) best first, at most ``depth``, only rows
+        ``mask`` allows; ``passages``: rows to seed too (the other lists' top, best first)."""
+        n_e = self.n_entities
+        reset = np.zeros(n_e + self.n_rows, dtype=np.float64)
+        ent = sum(s.weight for s in link.seeds)
+        pas = [r for r in passages[: self.params.passage_seeds] if 0 <= r < self.n_rows]
+        share = self.params.passage_seed_share if (pas and ent) else (1.0 if pas else 0.0)
+        for s in link.seeds:
+            reset[self.position[s.entity_id]] += (1.0 - share) * s.weight / ent
+        for rank, r in enumerate(pas, start=1):  # rank-discounted: the top passage is the surest
+            reset[n_e + r] += share * (1.0 / rank) / sum(1.0 / k for k in range(1, len(pas) + 1))
+        if reset.sum() <= 0:
+            return []
+        # A walker stuck at a passage without entities goes back to the entity seeds, so that such a passage
+        # does not seem reached by the graph.
+        back = reset.copy()
+        if ent:
+            back[n_e:] = 0.0
+            back /= back.sum()
+        mass = self.pagerank(reset, back)[n_e:]
+        if self.params.walked_only:
+            # A seeded passage keeps (1 - damping) of its seed mass whatever the graph says; without it the list
+            # would repeat the other lists' top instead of saying what the entities lead to.
+            mass = mass - (1.0 - self.params.damping) * reset[n_e:]
+        if mask is not None:
+            mass = np.where(mask[: self.n_rows], mass, 0.0)
+        live = np.flatnonzero(mass > 0)
+        if live.size == 0:
+            return []
+        k = min(depth, live.size)
+        top = live[np.argpartition(-mass[live], k - 1)[:k]] if k < live.size else live
+        top = top[np.lexsort((top, -mass[top]))]  # mass, then row: the same order every time
+        return [(int(r), float(mass[r])) for r in top]
+
+
+def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None) -> GraphWalk:
+    """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words)."""
+    tokenizer = index.tokenizer
+    return GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
+
+
+def walk_params(settings: Any) -> WalkParams:
+    """The walk's parameters from ``retrieval`` settings (core.settings.RetrievalSettings)."""
+    return WalkParams(damping=settings.graph_damping)

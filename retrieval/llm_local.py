@@ -1,0 +1,167 @@
+"""Local answers written by an LLM from the ranked passages, every claim cited by chunk id.
+
+The question's top fused chunks (the same ranking as the offline extractive answer) are given to the LLM as
+``[chunk_id] text`` passages (``prompts/local_answer.txt``), within a token budget. The answer is asked for as
+JSON claims, each a sentence and the chunk id it comes from, with the ids limited to the given ones by the
+schema (an endpoint that enforces schemas cannot cite anything else); streamed, each claim is passed on as soon
+as it is complete. Citations are checked against the passages given either way: an id that was not given is
+removed and counted in ``Answer.dropped_citations`` (a plain-text answer from an endpoint that ignores the
+format is read for bracketed ids the same way); only given chunks are cited. A failed call falls back to the offline extractive
+answer, which says so. A question the corpus does not cover is answered as offline, without a call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Callable, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field, create_model
+
+from extraction.llm_client import LLMClient, LLMError, estimate_tokens, parse_json_object
+from prompts import load_prompt
+from retrieval.answer import Answer, Citation, local_answer
+from retrieval.index import ChunkIndex, Hit
+from retrieval.router import RouteDecision
+
+ANSWER_MAX_TOKENS = 400  # 150 words and their citations; a runaway answer is cut here
+_CITE = re.compile(r"\[([^\[\]\n]{1,400})\]")
+
+
+def passages_block(hits: list[Hit], token_budget: int) -> tuple[str, list[str]]:
+    """The passages shown to the LLM, best first, within ``token_budget``, and their chunk ids."""
+    lines, ids, used = [], [], 0
+    for hit in hits:
+        cost = estimate_tokens(hit.text) + 8
+        if ids and used + cost > token_budget:
+            break
+        lines.append(f"[{hit.chunk_id}] {hit.text.strip()}")
+        ids.append(hit.chunk_id)
+        used += cost
+    return "\n\n".join(lines), ids
+
+
+def check_citations(text: str, given: list[str]) -> tuple[str, list[str], int]:
+    """``text`` with every bracketed id that is not among ``given`` removed, the given ids it cites (in order of
+    first citation) and how many cited ids were dropped."""
+    allowed = set(given)
+    cited: dict[str, None] = {}
+    dropped = 0
+
+    def keep(m: re.Match[str]) -> str:
+        nonlocal dropped
+        ids = [p.strip() for p in re.split(r"[,;]\s*", m.group(1)) if p.strip()]
+        good = [i for i in ids if i in allowed]
+        dropped += len(ids) - len(good)
+        for i in good:
+            cited.setdefault(i, None)
+        return "[" + ", ".join(good) + "]" if good else ""
+
+    cleaned = _CITE.sub(keep, text)
+    cleaned = re.sub(r"[ \t]+([.,;:])", r"\1", cleaned)
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip(), list(cited), dropped
+
+
+class _Claim(BaseModel):
+    text: str
+    chunk_id: str
+
+
+class _Claims(BaseModel):
+    claims: list[_Claim] = Field(default_factory=list)
+
+
+def claims_schema(given: list[str]) -> type[BaseModel]:
+    """The answer's schema with each claim's ``chunk_id`` limited to the given ids (an enum), so an endpoint
+    that enforces schemas cannot cite anything else."""
+    ids = tuple(dict.fromkeys(given))
+    claim = create_model("_Claim", text=(str, ...), chunk_id=(Literal[ids], ...))  # type: ignore[valid-type]
+    return create_model("_LocalAnswer", claims=(list[claim], Field(default_factory=list)))  # type: ignore[valid-type]
+
+
+_CLAIM = re.compile(r'\{\s*"text"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"chunk_id"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}')
+
+
+class ClaimStream:
+    """Turns the deltas of a streamed JSON answer into text: each claim is passed on as ``sentence [id]`` as soon
+    as its object is complete; an answer that is not JSON (an endpoint ignoring the format) is passed on as it
+    comes."""
+
+    def __init__(self, on_delta: Callable[[str], None], given: list[str]) -> None:
+        self.on_delta = on_delta
+        self.given = set(given)
+        self.buffer = ""
+        self.sent = 0  # claims passed on
+        self.plain: bool | None = None
+
+    def feed(self, delta: str) -> None:
+        self.buffer += delta
+        if self.plain is None and self.buffer.strip():
+            self.plain = not self.buffer.lstrip().startswith("{")
+        if self.plain:
+            self.on_delta(delta if self.buffer.strip() != delta.strip() else delta.lstrip())
+            return
+        found = _CLAIM.findall(self.buffer)
+        for text, cid in found[self.sent:]:
+            cid = json.loads(cid)
+            line = json.loads(text).strip() + (f" [{cid}]" if cid in self.given else "")
+            self.on_delta(("\n" if self.sent else "") + line)
+            self.sent += 1
+
+
+def render_claims(claims: _Claims | BaseModel, given: list[str]) -> tuple[str, list[str], int]:
+    """The answer's text (one claim a line, each ending with its chunk id), the given ids cited and how many
+    cited ids were not given (those claims are kept without the id)."""
+    allowed, cited, dropped, lines = set(given), {}, 0, []
+    for c in getattr(claims, "claims", []):
+        text = c.text.strip()
+        if not text:
+            continue
+        if c.chunk_id in allowed:
+            cited.setdefault(c.chunk_id, None)
+            lines.append(f"{text} [{c.chunk_id}]")
+        else:
+            dropped += 1
+            lines.append(text)
+    return "\n".join(lines), list(cited), dropped
+
+
+def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, client: LLMClient, top_k: int,
+                     n_sentences: int, metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None,
+                     token_budget: int = 2000, prompts_dir=None,  # type: ignore[no-untyped-def]
+                     on_delta: Callable[[str], None] | None = None) -> Answer:
+    """The LLM-written local answer (see the module docstring). With ``on_delta`` the answer is streamed."""
+    offline = local_answer(question, route, index, top_k, n_sentences, metadata_filter, query_vector=query_vector)
+    if not offline.covered:  # not covered, or nothing matches: no call, the offline answer says why
+        return offline
+    hits = index.search(question, top_k, metadata_filter=metadata_filter)
+    block, given = passages_block(hits, token_budget)
+    schema = claims_schema(given)
+    prompt = load_prompt("local_answer", prompts_dir)
+    messages = [{"role": "user", "content": prompt.render(question=question, passages=block)}]
+    stream = ClaimStream(on_delta, given) if on_delta is not None else None
+    try:
+        if stream is None:
+            text = client.complete("local_answer", messages, schema=schema, max_tokens=ANSWER_MAX_TOKENS)
+        else:
+            for delta in client.stream("local_answer", messages, max_tokens=ANSWER_MAX_TOKENS, schema=schema):
+                stream.feed(delta)
+            text = stream.buffer
+    except LLMError as exc:
+        note = f"The LLM could not answer ({exc}); the passages say:\n"
+        if on_delta is not None:
+            on_delta(note + offline.text)
+        return replace(offline, text=note + offline.text)
+    try:
+        cleaned, cited, dropped = render_claims(parse_json_object(text, _Claims, "answer schema"), given)
+        client.usage.add("local_answer", schema_valid=1)
+    except ValueError:  # not the JSON asked for: read the bracketed ids of a plain answer
+        cleaned, cited, dropped = check_citations(text, given)
+        client.usage.add("local_answer", repaired=1)
+    if stream is not None and not stream.plain and stream.sent < cleaned.count("\n") + 1 and cleaned:
+        stream.on_delta(("\n" if stream.sent else "") + "\n".join(cleaned.split("\n")[stream.sent:]))
+    by_id = {h.chunk_id: h for h in hits}
+    citations = tuple(Citation(cid, by_id[cid].source) for cid in cited)
+    return Answer(question, route, "llm", cleaned, citations, dropped_citations=dropped)

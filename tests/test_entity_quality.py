@@ -1,0 +1,167 @@
+"""Entities and community titles that mean something, offline, on any corpus.
+
+Junk never becomes an entity; Markdown, front matter and licence boilerplate are not prose; spellings of one name
+are one entity, and a name is merged with its longer forms only while its document supports it; every title is
+made of words and no two are the same.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from communities.reports import ExtractiveReportWriter, write_reports
+from communities.sentences import whole_sentences
+from communities.titles import made_of_words
+from core.records import Chunk, Community, Entity, GraphSnapshot, Relation
+from core.settings import CommunitySettings, ExtractionSettings, StrataSettings
+from core.store import open_store
+from extraction.aliases import AliasMerge, alias_merges
+from extraction.canonical import extraction_from_json
+from extraction.offline import OfflineExtractor, split_sentences
+from extraction.resolution import resolve
+
+
+def _chunk(text: str, doc: str = "d", ordinal: int = 0, start: int = 0) -> Chunk:
+    return Chunk(f"{doc}#{ordinal:04d}", doc, ordinal, text, start, start + len(text), len(text.split()), doc, "h")
+
+
+def _names(*chunks: Chunk) -> set[str]:
+    result = OfflineExtractor(ExtractionSettings()).extract(list(chunks))
+    return {m.name for ex in result.extractions for m in ex.entities}
+
+
+def test_junk_is_never_an_entity() -> None:
+    text = ("---\ntitle: Exporters\nsection: 1\n---\n"
+            "# Node Exporter\n\n"
+            "The [Node Exporter](https://github.com/prometheus/node_exporter) MUST run on every host, and "
+            "Prometheus SHOULD scrape it. See ![logo](logo.png) and www.example.com for `and` and `true`.\n\n"
+            "The playlist PLoz-W_CUquUlnvoEBbqChb7A0ZEZsWSXt was fixed in commit 3461ce1f on 2024-03-05.\n\n"
+            "TODO: document the `YYYY-mm-dd` format of `logo.png` and `https://prometheus.io/docs`.\n\n"
+            "| Option | Default |\n|---|---|\n| `--web.listen-address` | `:9100` |\n\n"
+            "```yaml\nscrape_configs:\n  - job_name: node\n```\n"
+            "Prometheus stores what the Node Exporter exposes. <div class=\"note\">Prometheus pulls.</div>\n")
+    names = _names(_chunk(text))
+    assert {"Node Exporter", "Prometheus"} <= names
+    junk = {"and", "true", "MUST", "SHOULD", "TODO", "logo.png", "https", "www", "com", "github", "github.com",
+            "www.example.com", "PLoz-W_CUquUlnvoEBbqChb7A0ZEZsWSXt", "3461ce1f", "YYYY-mm-dd", "2024-03-05",
+            "9100", ":9100", "title", "section", "Exporters", "scrape_configs", "job_name", "div", "note",
+            "https://prometheus.io/docs"}
+    assert not names & junk, names & junk
+    assert all(not any(ch in n for ch in "<>[]()/`#|*=") for n in names), names
+
+
+def test_markdown_is_not_prose_and_a_heading_is_a_unit_of_its_own() -> None:
+    text = "## Install the agent\nRun the installer first. Then restart it.\n\n```sh\nnpm install x. Done.\n```\nAll good here now."
+    units = [text[s:e] for s, e in split_sentences(text)]
+    assert units == ["## Install the agent", "Run the installer first.", "Then restart it.", "All good here now."]
+
+
+def test_gutenberg_licence_is_kept_out_of_entities_and_quotes() -> None:
+    header = ("The Project Gutenberg eBook of A Tale\n\nThis ebook is for the use of anyone anywhere in the United "
+              "States. Release date: December 24, 2007.\n\n*** START OF THE PROJECT GUTENBERG EBOOK A TALE ***\n\n")
+    body = "Scrooge met Marley at the Counting House. Marley warned Scrooge about Christmas Eve.\n\n"
+    footer = ("*** END OF THE PROJECT GUTENBERG EBOOK A TALE ***\n\n"
+              + "The Project Gutenberg Literary Archive Foundation owns the trademark. Section 501 of the Internal "
+                "Revenue Service code applies to Salt Lake City donations. " * 6)
+    text = header + body + footer
+    # Cut like the chunker does: the footer's later windows hold no marker of their own.
+    cut = [0, len(header) + len(body) + 20, len(header) + len(body) + 300, len(text)]
+    chunks = [_chunk(text[a:b], "tale", i, a) for i, (a, b) in enumerate(zip(cut, cut[1:]))]
+    names = _names(*chunks)
+    assert {"Scrooge", "Marley", "Christmas Eve"} <= names
+    assert not {n for n in names if "Gutenberg" in n or n in {"Internal Revenue Service", "Salt Lake City",
+                                                            "United States", "Foundation"}}, names
+    head = chunks[0].text
+    assert all("Gutenberg" not in head[s:e] for s, e in whole_sentences(head))
+
+
+def test_a_possessive_phrase_is_an_entity_only_when_the_document_repeats_it() -> None:
+    text = ("Scrooge's nephew came in. Scrooge's nephew laughed. Scrooge's hat fell. "
+            "Marley's ghost appeared.")
+    names = _names(_chunk(text))
+    assert "Scrooge's nephew" in names and "Scrooge's hat" not in names and "Marley's ghost" not in names
+
+
+def test_spellings_of_one_name_are_one_entity() -> None:
+    text = ("The node_exporter exposes host metrics. Node Exporter runs on port 9100 next to Prometheus. "
+            "Restart the node-exporter after Prometheus reloads.")
+    entities, _ = resolve(OfflineExtractor(ExtractionSettings()).extract([_chunk(text)]).extractions)
+    spellings = [e for e in entities if e.name.replace("_", " ").replace("-", " ").lower() == "node exporter"]
+    assert len(spellings) == 1 and len(entities) == 2, [e.name for e in entities]
+
+
+def _index(folder: Path, data_dir: Path) -> tuple[list[Entity], list[AliasMerge]]:
+    from strata.pipeline import index_folder
+
+    settings = StrataSettings(data_dir=data_dir, extraction={"mode": "offline"}, retrieval={"embedder": "none"})
+    index_folder(folder, settings)
+    store = open_store(settings)
+    try:
+        entities = sorted(store.read_graph().entities, key=lambda e: e.id)
+        payloads = store.extractions()
+    finally:
+        store.close()
+    return entities, alias_merges([extraction_from_json(cid, payloads[cid]) for cid in sorted(payloads)])
+
+
+def test_a_name_and_its_longer_forms_merge_while_the_document_supports_it(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    story = folder / "story.md"
+    other = folder / "other.md"
+    other.write_text("The incident report was filed by Alex with Jordan Hayes.\n", encoding="utf-8")
+    story.write_text("Agent Alex Mercer entered the briefing room with Sam Rivera. Later, Alex Mercer read the "
+                     "file. Sam Rivera waited while Alex studied the map.\n", encoding="utf-8")
+    entities, merges = _index(folder, tmp_path / "ws")
+    names = {e.name for e in entities}
+    alex = [e for e in entities if "Alex" in e.name]
+    # In story.md the three forms are one entity; other.md has no longer form, so its Alex stays apart.
+    assert len(alex) == 2 and sorted(len(e.chunk_ids) for e in alex) == [1, 1]
+    assert "Alex" in names and not names & {"Mercer"}
+    merged = next(e for e in alex if e.name != "Alex")
+    assert merged.name in {"Alex Mercer", "Agent Alex Mercer"} and merged.chunk_ids == ("story.md#0000",)
+    assert AliasMerge("story.md", "alex", "agent alex mercer") in merges
+    assert not [m for m in merges if m.document_id == "other.md"]
+
+    # The evidence goes: the longer forms leave story.md, and the next run undoes the merge.
+    story.write_text("Alex entered the briefing room with Sam Rivera. Sam Rivera waited while Alex studied the "
+                     "map.\n", encoding="utf-8")
+    entities, merges = _index(folder, tmp_path / "ws")
+    assert not [e for e in entities if "Mercer" in e.name]
+    assert [e.name for e in entities if "Alex" in e.name] == ["Alex"]
+    assert not [m for m in merges if m.alias == "alex"]
+
+    # Deterministic: a fresh index of the same folder has the same entities, field by field.
+    fresh, _ = _index(folder, tmp_path / "ws-fresh")
+    assert fresh == entities
+
+
+def test_titles_are_words_and_never_shared() -> None:
+    names = ["https", "PLoz-W_CUquUlnvoEBbqChb7A0ZEZsWSXt", "Scrooge", "Bob Cratchit", "Fred", "Fezziwig",
+             "logo.png", "</"]
+    ents = tuple(Entity(f"e{i}", n, "name", f"{n} appears.", (f"c{i % 2}",)) for i, n in enumerate(names))
+    rels = (Relation("r1", "e2", "e3", "Scrooge said to Bob Cratchit", ("c0",)),
+            Relation("r2", "e0", "e1", "https PLoz-W_CUquUlnvoEBbqChb7A0ZEZsWSXt", ("c1",)),
+            Relation("r3", "e2", "e4", "Scrooge, Fred", ("c0",)),
+            Relation("r4", "e3", "e5", "Bob Cratchit danced for Fezziwig", ("c1",)),
+            Relation("r5", "e6", "e7", "logo.png </", ("c0",)))
+    snap = GraphSnapshot(ents, rels)
+    comms = [Community("c0", 0, None, ("e2", "e3", "e4", "e5")),
+             Community("c1", 1, "c0", ("e2", "e3", "e4", "e5")),  # a child with its parent's members
+             Community("c2", 1, "c0", ("e2", "e3", "e4")),
+             Community("c3", 0, None, ("e0", "e1", "e6", "e7"))]  # nothing but junk
+    settings = CommunitySettings()
+    reports, _ = write_reports(comms, snap, ExtractiveReportWriter(settings), settings)
+    titles = [r.title for r in reports]
+    assert all(made_of_words(t) for t in titles), titles
+    assert len({t.casefold() for t in titles}) == len(titles), titles
+    assert all(":" not in t for t in titles), titles
+    by_id = {r.community_id: r.title for r in reports}
+    # What links the main entities, in words; the parent c0 keeps it, its children are told apart by members.
+    assert by_id["c0"] == "Scrooge said to Bob Cratchit"
+    assert by_id["c1"] == "Scrooge said to Bob Cratchit, with Fezziwig"
+    assert by_id["c2"].startswith("Scrooge said to Bob Cratchit, with ")
+    assert by_id["c3"].startswith("Name entities")  # no member's name is made of words
+    # A kept report keeps its title; the same reports again change nothing.
+    again, written = write_reports(comms, snap, ExtractiveReportWriter(settings), settings, existing=reports)
+    assert written == 0 and [r.title for r in again] == titles

@@ -1,0 +1,207 @@
+"""The graph walk's ranked list (retrieval/graph_walk.py): it finds the second hop of a two-hop question, stays out
+when asked (graph_weight 0) or when the question names no entity, obeys filters, reloads with the generation,
+and works the same over Neo4j; a document's title is an entity its passages mention; and the first k hits do not
+depend on top_k."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.records import Chunk, Document
+from core.settings import StoreSettings, StrataSettings
+from extraction.titles import document_title, with_titles
+from extraction.types import ChunkExtraction, ExtractionResult
+from retrieval.contract import HybridParams, MemoryQueryRequest
+from retrieval.graph_walk import walk_key
+
+QUESTION = "Which city hosts the publisher of the Journal of Quantum Gardening?"
+FIRST_HOP = "journal.md#0000"
+SECOND_HOP = "verdant.md#0000"  # shares no word with the question: only the entity "Verdant Society" leads to it
+
+CORPUS = {
+    "journal.md": "---\ntitle: Journal of Quantum Gardening\nteam: science\n---\n"
+                  "The Journal of Quantum Gardening is published by the Verdant Society every spring.\n",
+    "verdant.md": "---\nteam: societies\n---\n# Verdant Society\n\nThe Verdant Society keeps its offices in "
+                  "Lowmarsh, beside the old tram depot.\n",
+    "bright.md": "---\nteam: science\n---\nBrightwater is a city that hosts a harbour festival every summer.\n",
+    "orbis.md": "---\nteam: science\n---\nThe publisher Orbis Press prints atlases for schools.\n",
+    "labs.md": "---\nteam: science\n---\nQuantum computing labs in the city need cold rooms and quiet pumps.\n",
+    "marine.md": "---\nteam: science\n---\nThe Journal of Marine Botany covers kelp forests and sea grasses.\n",
+    "clubs.md": "---\nteam: science\n---\nGardening clubs meet in the city hall, which hosts seed swaps.\n",
+    "press.md": "---\nteam: science\n---\nA city publisher hosts readings; the journal of a gardener was printed.\n",
+    "tram.md": "---\nteam: transport\n---\nTram lines connect the harbour to the market squares.\n",
+}
+
+
+def write_corpus(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def ids(hits) -> list[str]:  # type: ignore[no-untyped-def]
+    return [h.chunk_id for h in hits]
+
+
+@pytest.fixture
+def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    eng = Engine(settings)
+    yield eng
+    eng.close()
+
+
+def test_walk_finds_the_second_hop_that_bm25_and_dense_miss(engine) -> None:  # type: ignore[no-untyped-def]
+    index = engine.index
+    bm25 = ids(index.search(QUESTION, 3, dense_weight=0.0, sparse_weight=1.0, graph_weight=0.0, fusion="rrf"))
+    dense = ids(index.search(QUESTION, 3, dense_weight=1.0, sparse_weight=0.0, graph_weight=0.0, fusion="rrf"))
+    assert bm25[0] == FIRST_HOP and SECOND_HOP not in bm25 and SECOND_HOP not in dense
+    alone = ids(index.search(QUESTION, 3, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0, fusion="rrf"))
+    assert alone[:2] == [FIRST_HOP, SECOND_HOP]
+    outcome = index.search_detailed(QUESTION, 3)
+    assert FIRST_HOP in ids(outcome.hits) and SECOND_HOP in ids(outcome.hits)
+    assert outcome.graph_weight > 0 and "Journal of Quantum Gardening" in outcome.graph_seeds
+    second = next(h for h in outcome.hits if h.chunk_id == SECOND_HOP)
+    assert second.graph_rank == 2 and second.sparse_rank is None
+    # The route says which entities seeded the walk (strata route --json, ask --json).
+    decision = engine.route(QUESTION).to_dict()
+    assert "Journal of Quantum Gardening" in decision["graph_seeds"]
+    assert any("graph walk" in r for r in decision["reasons"])
+    # The memory query uses it too: hybrid_params without graph_weight let the default decide, 0 leaves it out.
+    with_graph = engine.query(MemoryQueryRequest(query_id="q", search_text=QUESTION, top_k=3,
+                                                 hybrid_params=HybridParams(dense_weight=0, sparse_weight=1)))
+    without = engine.query(MemoryQueryRequest(query_id="q", search_text=QUESTION, top_k=3,
+                                              hybrid_params=HybridParams(dense_weight=0, sparse_weight=1,
+                                                                         graph_weight=0)))
+    assert SECOND_HOP in [r.chunk_id for r in with_graph.results]
+    assert SECOND_HOP not in [r.chunk_id for r in without.results]
+
+
+def test_graph_weight_zero_and_unlinked_questions_rank_as_before(engine) -> None:  # type: ignore[no-untyped-def]
+    index = engine.index
+    walk = index.graph_walk
+    unlinked = "which rooms need quiet pumps and cold air"
+    assert not walk.link(unlinked).seeds
+    try:
+        queries = [(QUESTION, {}), (unlinked, {}), (QUESTION, {"dense_weight": 1.0, "sparse_weight": 1.0}),
+                   (QUESTION, {"metadata_filter": {"team": "science"}})]
+        index.graph_walk = walk
+        graph_off = [index.search_detailed(q, 6, graph_weight=0.0, **kw) for q, kw in queries]
+        default_unlinked = index.search_detailed(unlinked, 6)
+        index.graph_walk = None  # the ranking before the graph list existed
+        before = [index.search_detailed(q, 6, **kw) for q, kw in queries]
+    finally:
+        index.graph_walk = walk
+    for off, old in zip(graph_off, before):
+        assert [(h.chunk_id, h.rrf_score) for h in off.hits] == [(h.chunk_id, h.rrf_score) for h in old.hits]
+        assert off.graph_weight == 0
+    assert ids(default_unlinked.hits) == ids(before[1].hits) and default_unlinked.graph_weight == 0
+
+
+def test_filters_apply_to_the_graph_list(engine) -> None:  # type: ignore[no-untyped-def]
+    index = engine.index
+    science = {"team": "science"}
+    for kw in ({}, {"dense_weight": 0.0, "sparse_weight": 0.0, "graph_weight": 1.0, "fusion": "rrf"}):
+        hits = index.search(QUESTION, 8, metadata_filter=science, **kw)
+        assert hits and SECOND_HOP not in ids(hits)
+        assert all(index.rows[index.by_id[h.chunk_id]].fields["team"] == "science" for h in hits)
+    only = index.search(QUESTION, 8, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0, fusion="rrf",
+                        metadata_filter={"team": "societies"})
+    assert ids(only) == [SECOND_HOP]
+
+
+def test_a_new_generation_brings_its_graph(settings: StrataSettings, tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    folder = write_corpus(tmp_path / "notes", CORPUS)
+    index_folder(folder, settings)
+    engine = Engine(settings)
+    try:
+        question = "What does the Pennyford Choir sing?"
+        assert not engine.index.graph_walk.link(question).seeds
+        write_corpus(folder, {"choir.md": "# Pennyford Choir\n\nThe Pennyford Choir rehearses with Ada Quillon.\n",
+                              "ada.md": "Ada Quillon writes carols about winter tides.\n"})
+        index_folder(folder, settings)
+        assert engine.check_reload()
+        walk = engine.index.graph_walk
+        assert [s.name for s in walk.link(question).seeds] == ["Pennyford Choir"]
+        alone = engine.index.search(question, 2, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0, fusion="rrf")
+        assert ids(alone) == ["choir.md#0000", "ada.md#0000"]
+    finally:
+        engine.close()
+
+
+def test_the_first_k_hits_do_not_depend_on_top_k(tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    files = dict(CORPUS)
+    for i in range(40):  # more candidates than the pool, so a large top_k reaches the deeper lists
+        files[f"filler{i:02d}.md"] = (f"Filler note {i} about a city journal, gardening {i % 7} and the harbour "
+                                      f"tram {i % 5}; the publisher hosts {i % 3} fairs.\n")
+    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"},
+                              retrieval={"candidate_pool": 10, "dense_weight": 1.0})
+    index_folder(write_corpus(tmp_path / "notes", files), settings)
+    engine = Engine(settings)
+    try:
+        index = engine.index
+        for q in (QUESTION, "harbour tram fairs", "gardening journal 3"):
+            for kw in ({}, {"dense_weight": 1.0, "sparse_weight": 1.0, "fusion": "rrf"}, {"graph_weight": 0.0},
+                       {"fusion": "convex"}):
+                full = ids(index.search(q, 45, **kw))
+                assert len(full) == 45
+                for k in (1, 2, 3, 5, 8, 10, 11, 20, 44):
+                    assert ids(index.search(q, k, **kw)) == full[:k], (q, kw, k)
+    finally:
+        engine.close()
+
+
+def test_a_documents_title_is_an_entity_its_passages_mention() -> None:
+    def doc(text: str, **meta: object) -> Document:
+        return Document("d", "d.md", text, "h", dict(meta))
+
+    assert document_title(doc("body", title="Lothair II")) == "Lothair II"  # BEIR title / front matter
+    assert document_title(doc("\n# Verdant *Society* #\n\nText.")) == "Verdant Society"  # a Markdown heading
+    assert document_title(doc("No heading here.\n# Later heading")) is None
+    chunks = [Chunk(f"d#{i:04d}", "d", i, "x", 0, 1, 1, "d.md", "h") for i in range(2)]
+    result = ExtractionResult((ChunkExtraction("d#0000", (), ()), ChunkExtraction("d#0001", (), ())))
+    out = with_titles([(doc("text", title="Lothair II"), chunks)], result)
+    assert [[m.name for m in x.entities] for x in out.extractions] == [["Lothair II"], ["Lothair II"]]
+    again = with_titles([(doc("text", title="lothair ii"), chunks)], out)  # already named: not added twice
+    assert [[m.name for m in x.entities] for x in again.extractions] == [["Lothair II"], ["Lothair II"]]
+
+
+def test_names_link_up_to_case_punctuation_underscores_hyphens_and_accents() -> None:
+    assert walk_key("node_exporter") == walk_key("Node Exporter") == walk_key("node-exporter")
+    assert walk_key("Aschenbrödel") == walk_key("Aschenbrodel")
+    assert walk_key("Lothair II's") == walk_key("lothair ii")
+
+
+def test_the_walk_works_the_same_over_neo4j(neo4j_store_settings: StoreSettings, tmp_path: Path) -> None:
+    from core.store.neo4j_store import Neo4jGraphStore
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    settings = StrataSettings(data_dir=tmp_path / "ws", store=neo4j_store_settings, extraction={"mode": "offline"})
+    store = Neo4jGraphStore.connect(neo4j_store_settings)
+    store.clear()
+    try:
+        index_folder(write_corpus(tmp_path / "notes", CORPUS), settings, store=store)
+        engine = Engine(settings)
+        try:
+            alone = engine.index.search(QUESTION, 2, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0,
+                                        fusion="rrf")
+            assert ids(alone) == [FIRST_HOP, SECOND_HOP]
+            assert SECOND_HOP in ids(engine.index.search(QUESTION, 3))
+        finally:
+            engine.close()
+    finally:
+        store.clear()
+        store.close()
