@@ -48,6 +48,7 @@ WEIGHTS = {"dense": 0.45, "lexical": 0.35, "lexical_alone": 0.5, "entities": 0.2
            "definition": 0.25, "holds": 0.15, "rank": 0.3, "hop": 0.2}
 TITLE_SHARE = 0.45  # a title line counts this share of a matching section heading
 KEEP_SHARE = 0.5  # a unit scoring under this share of the best one does not pad the answer
+HOP_KEEP_SHARE = 0.3  # the second hop's best unit is quoted only from this share of the best unit's score
 
 # What a question asks for, by its question words (English, Polish, Chinese: the languages the router reads).
 _WANTS: tuple[tuple[Wanted, re.Pattern[str]], ...] = (
@@ -333,7 +334,11 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
         hop = set(read[len(top):]) or {h.chunk_id for h in top} - {units[at].chunk_id}
         mine = [i for i, u in enumerate(units) if u.chunk_id in hop and scored.relevant[i]]
         if mine and n > 1:
-            chosen.append(max(mine, key=lambda i: (score[i] + scored.hop[i], -i)))
+            second = max(mine, key=lambda i: (score[i] + scored.hop[i], -i))
+            # The second hop joins only when it bears on the question about as well as the rest that is kept:
+            # a passage the hop query found by the bridge's incidental words must not pad the answer.
+            if score[second] + scored.hop[second] >= HOP_KEEP_SHARE * float(score.max()):
+                chosen.append(second)
     if scored.vecs is not None:
         sim = scored.vecs @ scored.vecs.T
     else:

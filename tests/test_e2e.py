@@ -131,3 +131,21 @@ def test_bad_input_exit_codes(tmp_path: Path, capsys) -> None:
     assert code == 3 and "broken.txt" in err
     code, _, err = run_cli(["--data-dir", str(tmp_path / "nowhere"), "ask", "anything"], capsys)
     assert code == 1 and "strata index" in err
+
+
+def test_the_demo_question_quotes_no_passage_a_second_hop_found_by_chance(tmp_path: Path) -> None:
+    """`make demo`'s first question: the second hop's search (the question plus the bridge sentence) reaches the
+    Redis cache notes by incidental words; their best sentence scores a fraction of the answer's best and must not
+    be quoted as part of why the billing-service returned HTTP 504."""
+    folder = tmp_path / "notes"
+    shutil.copytree(ROOT / "samples" / "infra-notes", folder)
+    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
+    index_folder(folder, settings)
+    engine = Engine(settings)
+    try:
+        answer = engine.ask("Why did the billing-service return HTTP 504?")
+    finally:
+        engine.close()
+    cited = [c.chunk_id for c in answer.citations]
+    assert cited and cited[0].startswith("billing-incident"), cited
+    assert not any(c.startswith("search-cache") for c in cited), answer.text
