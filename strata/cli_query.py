@@ -87,20 +87,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
     if getattr(args, "stream", False):
         out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
         out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]index generation:[/bold] {answer.index_generation}")
-        out.print("[bold]citations:[/bold]")
-        for c in answer.citations:
-            out.print(f"  {c.chunk_id}  ({c.source})", markup=False, highlight=False)
+        _print_citations(out, answer)
         return EXIT_OK
     out.print(f"[bold]route:[/bold] {answer.route.route} — " + "; ".join(answer.route.reasons))
     out.print(f"[bold]mode:[/bold] {answer.mode}; [bold]retrieval:[/bold] {engine.index.describe()}; "
               f"[bold]index generation:[/bold] {answer.index_generation}")
     out.print()
     out.print(answer.text, markup=False, highlight=False)
+    _print_citations(out, answer)
+    return EXIT_OK
+
+
+def _print_citations(out: Any, answer: Any) -> None:
+    """The answer's citations under a heading; a declined answer, which cites nothing, prints no empty heading."""
+    if not answer.citations:
+        return
     out.print()
     out.print("[bold]citations:[/bold]")
     for c in answer.citations:
         out.print(f"  {c.chunk_id}  ({c.source})", markup=False, highlight=False)
-    return EXIT_OK
 
 
 def cmd_search(args: argparse.Namespace) -> int:
