@@ -83,6 +83,20 @@ def reports_digest(base: str, reports: Sequence[Report]) -> str:
     return stable_hash(base, json.dumps(reps), size=16)
 
 
+@contextmanager
+def _staging(ws: Workspace, number: int) -> Iterator[Path]:
+    """The staging folder of generation ``number``: removed if anything fails before it is published (a failed
+    publish leaves no staging folder behind), a full disk reported as one error naming the path."""
+    staged = ws.staging(number)
+    try:
+        yield staged
+    except BaseException as exc:
+        shutil.rmtree(staged, ignore_errors=True)
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            raise disk_full(exc) from exc
+        raise
+
+
 def next_number(ws: Workspace) -> int:
     return max(ws.numbers() + [ws.current_number() or 0]) + 1
 
@@ -102,8 +116,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         ws.prune(keep)  # staging folders a killed or failed run left
         return current.number, False
     number = next_number(ws)
-    staged = ws.staging(number)
-    try:
+    with _staging(ws, number) as staged:
         index.save(staged / "index")
         step()
         lexicon_from(snapshot, len(index)).save(staged / "entities.json")
@@ -116,11 +129,6 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
                     "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
         step()
         ws.publish(staged, number, manifest)
-    except BaseException as exc:
-        shutil.rmtree(staged, ignore_errors=True)  # a failed publish leaves no staging folder behind
-        if isinstance(exc, OSError) and is_disk_full(exc):
-            raise disk_full(exc) from exc
-        raise
     step()
     ws.prune(keep)
     return number, True
@@ -143,8 +151,7 @@ def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info:
         return None
     integrity.check(current)  # its files are linked into the new one: never carry damage forward
     number = next_number(ws)
-    staged = ws.staging(number)
-    try:
+    with _staging(ws, number) as staged:
         _link_all_but_reports(current, staged)
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
         manifest = {**current.manifest(), **info, "reports": len(reports),
@@ -156,11 +163,6 @@ def republish_reports(ws: Workspace, reports: Sequence[Report], keep: int, info:
         for key in ("generation", "format", "files"):
             manifest.pop(key, None)
         ws.publish(staged, number, manifest)
-    except BaseException as exc:
-        shutil.rmtree(staged, ignore_errors=True)  # a failed publish leaves no staging folder behind
-        if isinstance(exc, OSError) and is_disk_full(exc):
-            raise disk_full(exc) from exc
-        raise
     ws.prune(keep)
     return number
 
