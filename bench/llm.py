@@ -8,7 +8,8 @@ server-counted tokens, the endpoint's prompt and generation speed (two probe cal
 structured answers valid against their schema as they came (``schema_valid_rate``) and the ones repaired,
 entities and relations per chunk, ``reference_recall`` (the share of GraphRAG's reference entities occurring in
 those chunks that the run found, by normalized name or alias) beside ``offline_reference_recall``, entities
-that occur only in a prompt (never in the text), and ``estimate_error`` ((estimated - actual) / actual, for
+that occur only in a prompt (never in the text), the structured answers that were not valid as they came (with
+their cause: :mod:`bench.llm_records`), and ``estimate_error`` ((estimated - actual) / actual, for
 tokens and for calls, merges included). Last line: one JSON object.
 """
 
@@ -31,8 +32,11 @@ from core.store import open_store
 from core import threads
 from extraction.chunking import chunk_document
 from extraction.estimate import estimate_documents
+from extraction.llm_context import fit_to_context
+from extraction.llm_extractor import output_budget
 from extraction.loader import load_folder
 from extraction.resolution import normalize_name
+from bench.llm_records import bad_answers
 from prompts import PROMPTS_DIR
 from strata.pipeline import index_folder
 
@@ -121,6 +125,10 @@ def main() -> None:
         wall = time.perf_counter() - t0
         names = graph_names(settings)
         llm_found = found_by(present, names)
+        fitted = fit_to_context(settings)
+        limits = {output_budget(c.text, settings.llm.max_tokens)
+                  for d in load_folder(head.parent).documents for c in chunk_document(d, fitted.chunking)}
+        bad = bad_answers(root / "llm" / "llm_cache.sqlite", limits)
 
         client = openai.OpenAI(base_url=base, api_key=args.api_key or "not-needed", timeout=600, max_retries=0)
         prompt_rate, gen_rate = speed(client, model)
@@ -152,6 +160,9 @@ def main() -> None:
         "estimated_tokens": est.input_tokens + est.output_tokens, "estimated_calls": est.calls,
         "estimate_error": round((est.input_tokens + est.output_tokens - tin - tout) / max(1, tin + tout), 4),
         "estimate_calls_error": round((est.calls - calls) / max(1, calls), 4),
+        "schema_by_stage": {s: {k: usage[s].get(k, 0) for k in ("schema_valid", "repaired", "unusable")}
+                            for s in STRUCTURED if s in usage},
+        "not_valid_as_they_came": [b.to_dict() for b in bad],
     }
     print(f"{'':<28}{'LLM (' + model + ')':>30}{'offline':>12}")
     print(f"{'entities per chunk':<28}{out['entities_per_chunk']:>30}{out['offline_entities_per_chunk']:>12}")
@@ -161,6 +172,8 @@ def main() -> None:
           f"{out['prompt_tok_per_s']} prompt / {out['gen_tok_per_s']} generated tokens/s")
     print(f"schema-valid {out['schema_valid_rate']}, repaired {repaired}, estimate error {out['estimate_error']} "
           f"(calls {out['estimate_calls_error']}), prompt-only entities {leaked}")
+    for b in bad:
+        print(f"not valid as it came: {b.cause} ({b.output_tokens} tokens): {b.error} ... {b.tail!r}")
     print(json.dumps(out))
 
 

@@ -4,12 +4,14 @@
 
 The corpus is indexed once by the full pipeline (offline extraction, MiniLM when installed, one passage per
 chunk: chunks of up to 8,192 tokens) into ``--data-dir`` (default: a folder under the system's temporary
-directory named by the corpus's path), and later runs reuse that index. The published generation is loaded as
+directory named by the corpus's path), and later runs reuse that index unless another extractor made it (then it
+is indexed again first). The published generation is loaded as
 ``strata serve`` loads it, and every question is ranked five ways: BM25 alone, the dense list alone, the graph
 walk alone, the default fusion without the graph (``graph_weight=0``) and the default. For each: passage
 ``recall_at_2`` and ``recall_at_5`` (share of a question's supporting passages in the top 2 / 5, averaged),
 ``all_at_8`` (share of questions with every supporting passage in the top 8), ``ndcg10`` and ``query_p50_ms``.
-Also printed: entity, relation and synonym-edge counts, and the share of questions linked to an entity. Last
+Also printed: entity, relation and synonym-edge counts, how many entities have a vector, and the share of
+questions linked to an entity (by its name, and with a seed linked by the question's vector). Last
 line: one JSON object with those figures nested under ``bm25``, ``dense_alone``, ``graph_alone``,
 ``default_no_graph`` and ``default``.
 """
@@ -71,6 +73,8 @@ def bench_settings(data_dir: Path) -> StrataSettings:
 
 def ensure_index(corpus: Path, data_dir: Path, reindex: bool) -> StrataSettings:
     """Index ``corpus`` into ``data_dir`` unless a generation of it is already published there."""
+    from extraction.fingerprint import fingerprint_of
+    from strata.extractor_record import recorded_extractor
     from strata.pipeline import index_folder
     from strata.workspace import Workspace
 
@@ -78,6 +82,10 @@ def ensure_index(corpus: Path, data_dir: Path, reindex: bool) -> StrataSettings:
     ws = Workspace(data_dir)
     if reindex and data_dir.exists():
         shutil.rmtree(data_dir)
+    if ws.current() is not None and recorded_extractor(ws) != fingerprint_of(settings):
+        # An index made by another extractor is not this code's index: figures from it would be stale.
+        print(f"the index in {data_dir} was made by another extractor: indexing it again", flush=True)
+        index_folder(data_dir / "corpus", settings)
     if ws.current() is None:
         folder = data_dir / "corpus"
         folder.mkdir(parents=True, exist_ok=True)
@@ -143,14 +151,22 @@ def run_bench(settings: StrataSettings, qs: dict[str, str], rel: dict[str, set[s
         r = results[name]
         print(f"{name:18s} R@2 {r['recall_at_2']:.3f}  R@5 {r['recall_at_5']:.3f}  all@8 {r['all_at_8']:.3f}  "
               f"nDCG@10 {r['ndcg10']:.3f}  p50 {r['query_p50_ms']:.1f} ms", flush=True)
-    linked = sum(bool(walk.link(q).seeds) for q in qs.values()) if walk is not None else 0
+    links = [index.graph_link(q) for q in qs.values()] if walk is not None else []
+    linked = sum(bool(link.seeds) for link in links)
+    by_name = sum(link.by_name for link in links)
+    by_vector = sum(bool(link.by_vector) for link in links)
     stats = walk.stats() if walk is not None else {}
-    print(f"graph: {stats}; questions linked to an entity: {linked}/{len(qs)}")
+    if walk is not None:
+        stats["entity_vectors"] = int(walk.entity_vectors.any(axis=1).sum()) if walk.entity_vectors is not None else 0
+    print(f"graph: {stats}; questions linked to an entity: {linked}/{len(qs)} (by name {by_name}, with a seed "
+          f"linked by vector {by_vector})")
     timing = pagerank_timing(walk, list(qs.values())) if walk is not None else {}
     if timing:
         print(f"personalized PageRank per question: scipy power iteration {timing['scipy_ms']:.2f} ms, "
               f"igraph (PRPACK) {timing['igraph_ms']:.2f} ms, largest difference {timing['max_abs_diff']:.1e}")
-    out = {**results, "graph": stats, "linked_share": round(linked / len(qs), 4), "questions": len(qs),
+    out = {**results, "graph": stats, "linked_share": round(linked / len(qs), 4),
+           "name_linked_share": round(by_name / len(qs), 4), "vector_linked_share": round(by_vector / len(qs), 4),
+           "questions": len(qs),
            "passages": len(index), "pagerank": timing}
     engine.close()
     print(json.dumps(out))

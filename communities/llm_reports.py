@@ -21,17 +21,19 @@ from core.records import Chunk, Finding, Report
 from core.settings import CommunitySettings
 
 
+# Length bounds a grammar-compiling endpoint enforces (extraction.structured.wire_schema), within
+# REPORT_MAX_TOKENS: no string or list can run on without end.
 class _Finding(BaseModel):
-    summary: str
-    explanation: str = ""
-    chunk_ids: list[str] = Field(default_factory=list)
+    summary: str = Field(..., json_schema_extra={"maxLength": 200})
+    explanation: str = Field("", json_schema_extra={"maxLength": 400})
+    chunk_ids: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": 4})
 
 
 class _Report(BaseModel):
-    title: str = Field(..., min_length=1)
-    summary: str
+    title: str = Field(..., min_length=1, json_schema_extra={"maxLength": 100})
+    summary: str = Field(..., json_schema_extra={"maxLength": 500})
     rating: float = 5.0
-    findings: list[_Finding] = Field(default_factory=list)
+    findings: list[_Finding] = Field(default_factory=list, json_schema_extra={"maxItems": 5})
 
 
 def parse_report(text: str) -> _Report:

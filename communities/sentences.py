@@ -48,6 +48,39 @@ MIN_WORDS = 4
 _CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af]")
 MAX_CHARS = 700
 
+# Where a full stop ends no sentence (compared in lower case): after these whatever follows ("e.g. Redis"), after
+# a title before a capitalized word ("Dr. Watson"), after a numbering word before a number ("No. 5", "Vol. II").
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "cf.", "viz.", "vs.", "approx.", "ca.", "resp.", "incl."})
+_TITLES = frozenset({"mr.", "mrs.", "ms.", "dr.", "st.", "prof.", "gen.", "sen.", "rep.", "gov.", "capt.", "lt.",
+                     "col.", "sgt.", "rev.", "hon.", "mt.", "fr.", "messrs.", "mme.", "mlle."})
+_NUMBERINGS = frozenset({"no.", "nos.", "fig.", "figs.", "vol.", "vols.", "p.", "pp.", "ch.", "chap.", "sec.",
+                         "eq.", "art.", "op.", "tab."})
+_INITIAL = re.compile(r"[A-Z]\.")
+_NUMBER_NEXT = re.compile(r"\d|[IVXLC]+\b")
+
+
+def _cut_in_a_name(before: str, after: str) -> bool:
+    """Whether the splitter cut between ``before`` (ending in a full stop) and ``after`` at an initial or an
+    abbreviation rather than at a sentence end: a single capital letter and a full stop followed by another such
+    initial or by a capitalized word that is not a common one ("Iain M. Banks", "J. R. R. Tolkien", "A. A. Milne";
+    not "vitamin C. The"), or one of the abbreviations above."""
+    tokens = before.split()
+    token = tokens[-1].lstrip("\"'“‘([") if tokens else ""
+    nxt = after.lstrip("\"'“‘([")
+    low = token.lower()
+    if low in _ABBREVIATIONS:
+        return True
+    if low in _NUMBERINGS:
+        return _NUMBER_NEXT.match(nxt) is not None
+    word = _WORD.match(nxt)
+    if word is None or not nxt[:1].isupper():
+        return False
+    if low in _TITLES:
+        return True
+    if _INITIAL.fullmatch(token) is None:
+        return False
+    return _INITIAL.match(nxt) is not None or word.group(0).lower() not in STOP
+
 
 def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int, int]]:
     """Spans of the whole sentences of a chunk's ``text``.
@@ -55,7 +88,9 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
     The unit that opens a chunk is dropped unless the chunk opens its document (a window may start mid-sentence);
     a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
     a unit that starts in lower case after a closing quotation mark is its dialogue tag and is joined to it
-    when only spaces or a single line break lie between."""
+    when only spaces or a single line break lie between; one that starts in lower case right after a full stop
+    on the same line is the rest of a sentence the splitter cut at an abbreviation ("7 a.m. to 3 a.m."), and so
+    is a unit after an initial or an abbreviation that a name or a number follows ("Iain M. Banks", "No. 5")."""
     spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
     for s, e in split_sentences(text):
         while s < e and text[s].isspace():
@@ -73,6 +108,19 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
         body = _OPENING.sub("", text[s:e])
         if (spans and body[:1].islower() and text[spans[-1][1] - 1] in "\"'”’"
                 and not re.search(r"\n\s*\n", text[spans[-1][1]:s])):
+            spans[-1] = (spans[-1][0], e, spans[-1][2])
+            continue
+        if (spans and not item and text[s].islower() and text[spans[-1][1] - 1] == "."
+                and not text[spans[-1][1]:s].strip(" \t")):
+            # A full stop followed on the same line by a lower-case word ends an abbreviation, not a sentence
+            # ("from 7 a.m. to 3 a.m.", "approx. five"): one sentence.
+            spans[-1] = (spans[-1][0], e, spans[-1][2])
+            continue
+        gap = text[spans[-1][1]:s] if spans else ""
+        if (spans and not item and text[spans[-1][1] - 1] == "." and not gap.strip() and gap.count("\n") <= 1
+                and _cut_in_a_name(text[spans[-1][0]:spans[-1][1]], text[s:e])):
+            # An initial or an abbreviation, not a sentence end ("Iain M. Banks", "No. 5"): one sentence, also
+            # across the single line break of a hard-wrapped text.
             spans[-1] = (spans[-1][0], e, spans[-1][2])
             continue
         spans.append((s, e, item))
@@ -181,9 +229,14 @@ def lexrank(sim: np.ndarray, damping: float = 0.85, iterations: int = 100, tol: 
 
 
 def mmr(scores: Sequence[float], sim: np.ndarray, k: int, lam: float = 0.7,
-        eligible: Sequence[bool] | None = None) -> list[int]:
+        eligible: Sequence[bool] | None = None, start: Sequence[int] = (),
+        max_similarity: float | None = None) -> list[int]:
     """Maximal marginal relevance: repeatedly the item maximizing ``lam * score - (1 - lam) * max similarity to
-    the items already chosen``; scores are scaled to [0, 1] first. Ties go to the earlier item."""
+    the items already chosen``; scores are scaled to [0, 1] first. Ties go to the earlier item.
+
+    ``eligible`` limits what may be added; ``start`` are items chosen beforehand (kept first, in order, whether
+    eligible or not; at most ``k``); an item at least ``max_similarity`` similar to a chosen one is never added
+    (the same point again, in other words or from an overlapping chunk)."""
     n = len(scores)
     if n == 0 or k <= 0:
         return []
@@ -191,13 +244,15 @@ def mmr(scores: Sequence[float], sim: np.ndarray, k: int, lam: float = 0.7,
     span = float(s.max() - s.min())
     s = (s - s.min()) / span if span > 0 else np.ones(n)
     ok = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)
-    chosen: list[int] = []
-    closest = np.zeros(n)
+    chosen: list[int] = list(dict.fromkeys(int(i) for i in start))[:k]
+    closest = np.max(sim[chosen], axis=0) if chosen else np.zeros(n)
     while len(chosen) < min(k, n):
         value = lam * s - (1 - lam) * closest
         value[~ok] = -np.inf
         if chosen:
             value[chosen] = -np.inf
+        if max_similarity is not None:
+            value[closest >= max_similarity] = -np.inf
         best = int(np.argmax(value))
         if not np.isfinite(value[best]):
             break

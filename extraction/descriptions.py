@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from extraction.llm_client import LLMClient, LLMError, ParseFailure
 from prompts import load_prompt
@@ -19,7 +19,7 @@ MERGE_MAX_TOKENS = 250  # 80 words in a JSON object
 
 
 class _Merged(BaseModel):
-    description: str
+    description: str = Field(..., json_schema_extra={"maxLength": 600})  # within MERGE_MAX_TOKENS (grammar-enforced)
 
 
 def description_parts(e: Entity) -> list[str]:

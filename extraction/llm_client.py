@@ -103,26 +103,25 @@ class ResponseCache:
     def __init__(self, path: Path) -> None:
         from core.sqlite_cache import CacheDB
 
-        # Only a cache: a file found damaged on opening is set aside with a warning and started afresh.
+        # Only a cache: a file found damaged, on opening or by any later read or write (damaged while a run holds
+        # it), is set aside with a warning naming it and started afresh; the run goes on (CacheDB.run).
         self._db = CacheDB(path, "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT, text TEXT, "
                                  "input_tokens INTEGER, output_tokens INTEGER, created_at REAL)",
-                           "the LLM response cache").db
-        self._lock = threading.Lock()
+                           "the LLM response cache")
 
     def get(self, key: str) -> tuple[str, int, int] | None:
-        with self._lock:
-            row = self._db.execute("SELECT text, input_tokens, output_tokens FROM responses WHERE key = ?", (key,)).fetchone()
+        row = self._db.run(lambda db: db.execute("SELECT text, input_tokens, output_tokens FROM responses WHERE key = ?",
+                                                 (key,)).fetchone())
         return (row[0], row[1], row[2]) if row else None
 
     def put(self, key: str, model: str, text: str, input_tokens: int, output_tokens: int) -> None:
         """Commit one answer (autocommit: it is on disk when this returns)."""
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?)",
-                             (key, model, text, input_tokens, output_tokens, time.time()))
+        row = (key, model, text, input_tokens, output_tokens, time.time())
+        self._db.run(lambda db: db.execute("INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?)", row))
 
     def delete(self, *keys: str) -> None:
-        with self._lock:
-            self._db.executemany("DELETE FROM responses WHERE key = ?", [(k,) for k in keys if k])
+        rows = [(k,) for k in keys if k]
+        self._db.run(lambda db: db.executemany("DELETE FROM responses WHERE key = ?", rows))
 
     def close(self) -> None:
         self._db.close()
@@ -229,7 +228,11 @@ class LLMClient:
         if schema is None:
             form = "json_object" if json_mode and form != "none" else "none"
             return form, response_format(form, "", {})
-        return form, response_format(form, schema.__name__.strip("_").lower() or "answer", wire_schema(schema))
+        # llama-cpp-python's grammar compiler enforces length bounds (so an answer cannot run away into truncated
+        # JSON); OpenAI's strict mode refuses some of them, so the portable forms go without.
+        bounded = form == "json_object_schema"
+        return form, response_format(form, schema.__name__.strip("_").lower() or "answer",
+                                     wire_schema(schema, bounded=bounded))
 
     def _rejected(self, form: str, exc: Exception) -> bool:
         """Whether ``exc`` is the endpoint refusing ``form``; then, in ``auto``, the next form is used."""

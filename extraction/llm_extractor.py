@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Sequence
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from extraction.ledger import ChunkFailure
 from extraction.genre import entity_types_for
@@ -25,10 +26,12 @@ from core.records import Chunk
 from core.settings import ExtractionSettings
 
 
+# Length bounds a grammar-compiling endpoint enforces (extraction.structured.wire_schema): a name, a type and a
+# description cannot run on without end. Validation keeps its own, looser limits for endpoints that ignore them.
 class _Entity(BaseModel):
-    name: str = Field(..., min_length=1, max_length=300)
-    type: str = "concept"
-    description: str = ""
+    name: str = Field(..., min_length=1, max_length=300, json_schema_extra={"maxLength": 80})
+    type: str = Field("concept", json_schema_extra={"maxLength": 40})
+    description: str = Field("", json_schema_extra={"maxLength": 200})
 
     @field_validator("name", "type", "description", mode="before")
     @classmethod
@@ -37,15 +40,31 @@ class _Entity(BaseModel):
 
 
 class _Relationship(BaseModel):
-    source: str = Field(..., min_length=1, max_length=300)
-    target: str = Field(..., min_length=1, max_length=300)
-    description: str = ""
+    source: str = Field(..., min_length=1, max_length=300, json_schema_extra={"maxLength": 80})
+    target: str = Field(..., min_length=1, max_length=300, json_schema_extra={"maxLength": 80})
+    description: str = Field("", json_schema_extra={"maxLength": 200})
     strength: float | None = None
 
 
 class _Payload(BaseModel):
     entities: list[_Entity]
     relationships: list[_Relationship] = Field(default_factory=list)
+
+
+ITEM_TOKENS = 30  # a typical entity or relation as JSON in an answer
+
+
+@lru_cache(maxsize=64)
+def payload_schema(max_tokens: int) -> type[_Payload]:
+    """The extraction schema for an answer of at most ``max_tokens``: each list holds at most as many items as
+    half the tokens can take at ``ITEM_TOKENS`` each (13 for an 800-token answer; the 0.5B model found 7.6
+    entities a chunk), so a model repeating itself meets the end of its lists and closes the object, usually
+    before its tokens run out (not always: bench.llm lists the answers cut). Validated as a ``_Payload``."""
+    items = max(4, max_tokens // (2 * ITEM_TOKENS))
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "_Payload", __base__=_Payload,
+        entities=(list[_Entity], Field(..., json_schema_extra={"maxItems": items})),
+        relationships=(list[_Relationship], Field(default_factory=list, json_schema_extra={"maxItems": items})))
 
 
 def parse_payload(text: str) -> _Payload:
@@ -100,7 +119,8 @@ class LLMExtractor:
         self.leaked = 0  # entities dropped because they came from a prompt's example, not from the passage
 
     def _ask(self, stage: str, messages: list[dict[str, str]], max_tokens: int) -> _Payload:
-        return self.client.complete_json(stage, messages, _Payload, repair=self.repair_prompt, max_tokens=max_tokens,
+        return self.client.complete_json(stage, messages, payload_schema(max_tokens), repair=self.repair_prompt,
+                                         max_tokens=max_tokens,
                                          what="extraction schema")
 
     def messages(self, chunk: Chunk) -> tuple[list[dict[str, str]], str, Example]:

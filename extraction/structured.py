@@ -3,6 +3,10 @@
 An answer schema is a pydantic model. :func:`wire_schema` turns it into a plain JSON schema that both OpenAI's
 strict structured outputs and llama.cpp's grammar compiler accept (references inlined, every property
 required, no additional properties, no titles, defaults or numeric bounds: the model itself checks those).
+``bounded=True`` keeps the length bounds of strings and lists (``maxLength``, ``maxItems``, and their minima),
+which a grammar-compiling endpoint enforces: no string or list of an answer can grow without end (a long
+answer can still meet its token limit: the caller sizes that). The answer models declare them in ``json_schema_extra`` where a longer answer
+should still be accepted from an endpoint that ignores them.
 
 Endpoints differ in how a schema is asked for, so :data:`FORMS` lists the request forms from the strongest:
 ``json_schema`` (OpenAI, vLLM, the llama.cpp C++ server), ``json_object_schema`` (``{"type": "json_object",
@@ -26,10 +30,13 @@ FORMS = ("json_schema", "json_object_schema", "json_object", "none")
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 _KEEP = ("type", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "description")
+BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
 
 
-def wire_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """``model``'s JSON schema in the portable strict form described in the module docstring."""
+def wire_schema(model: type[BaseModel], bounded: bool = False) -> dict[str, Any]:
+    """``model``'s JSON schema in the portable strict form described in the module docstring (``bounded``: with
+    its length bounds)."""
+    keep = _KEEP + BOUNDS if bounded else _KEEP
     raw = model.model_json_schema()
     defs = raw.get("$defs", {})
 
@@ -40,7 +47,7 @@ def wire_schema(model: type[BaseModel]) -> dict[str, Any]:
             return node
         if "$ref" in node:
             return clean(defs[node["$ref"].rsplit("/", 1)[-1]])
-        out = {k: clean(v) for k, v in node.items() if k in _KEEP and k != "properties"}
+        out = {k: clean(v) for k, v in node.items() if k in keep and k != "properties"}
         if "properties" in node:
             out["properties"] = {k: clean(v) for k, v in node["properties"].items()}
             out["required"] = list(node["properties"])

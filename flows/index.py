@@ -227,6 +227,8 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
                 run["new"], run["changed"], run["deleted"], run["chunks_extracted"], run["failed_chunks"],
                 run["reports_written"], run["reports_kept"], figures.ledger_failures, sum(figures.llm_calls.values()),
                 figures.llm_cost_usd)
+    if run["extractor_change"]:  # every document extracted by another extractor was extracted again
+        logger.warning("%s", run["extractor_change"])
     for stage, seconds in figures.stage_seconds.items():
         logger.info("stage %s: %.3f s", stage, seconds)
     for note in skipped_notes(run["empty"], run["unsupported"]):  # not failures: the run still completes

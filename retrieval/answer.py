@@ -169,6 +169,28 @@ def _absent(term: str, index: ChunkIndex) -> bool:
     return not index.bm25.top([term], 1, index.bm25.alive)
 
 
+def _content(question: str, tokenizer: Tokenizer) -> tuple[dict[str, list[str]], bool]:
+    """The question's content terms (each with the words it came from), framing words left out, and whether its
+    framing makes it a question about the collection as a whole."""
+    content: dict[str, list[str]] = {}
+    scope = False
+    for word in re.findall(r"[\w][\w.'’-]*", question):
+        bare = word.lower().rstrip(".'’-")
+        if bare in _FRAMING:  # "say." at the end of a sentence is "say"
+            scope = scope or bare in _SCOPE
+            continue
+        for term in tokenizer(word):
+            content.setdefault(term, []).append(word)
+    return content, scope
+
+
+def about_the_whole(question: str, tokenizer: Tokenizer) -> bool:
+    """Whether the question asks about the collection as a whole and names nothing in it ("What are the main
+    topics these docs cover?"): its answer is what the corpus holds most of, not what shares its words."""
+    content, scope = _content(question, tokenizer)
+    return scope and not content
+
+
 def coverage(question: str, index: ChunkIndex, query_vector: Callable[[], np.ndarray | None]) -> Coverage:
     """Whether the corpus covers the question: its content words (framing words like "themes" or "summarize"
     left out) or its meaning must be close to some passage.
@@ -181,15 +203,7 @@ def coverage(question: str, index: ChunkIndex, query_vector: Callable[[], np.nda
     - No content word left: covered only when the framing makes it a question about the collection as a whole
       ("What are the main themes?"); an empty content set is never covered by itself.
     - Without an embedder: covered when some content word occurs."""
-    content: dict[str, list[str]] = {}
-    scope = False
-    for word in re.findall(r"[\w][\w.'’-]*", question):
-        bare = word.lower().rstrip(".'’-")
-        if bare in _FRAMING:  # "say." at the end of a sentence is "say"
-            scope = scope or bare in _SCOPE
-            continue
-        for term in index.tokenizer(word):
-            content.setdefault(term, []).append(word)
+    content, scope = _content(question, index.tokenizer)
     missing_terms = [t for t in content if _absent(t, index)]
     names = [f.name for f in find_entities(question) if not f.at_start]
     absent_names = [n for n in names if all(_absent(t, index) for t in index.tokenizer(n))]
@@ -321,15 +335,40 @@ def _candidates(reports: Sequence[Report], index: ChunkIndex | None) -> list[tup
     return out
 
 
+def _breadth(reports: Sequence[Report]) -> np.ndarray:
+    """How much of the corpus each report's community spans: its source passages and members (log-scaled),
+    scaled to [0, 1] by the broadest."""
+    sizes = []
+    for r in reports:
+        members = 0
+        if r.inputs:
+            try:
+                members = len(json.loads(r.inputs).get("entities", {}))
+            except (ValueError, AttributeError):
+                members = 0
+        sizes.append(np.log1p(len(_report_chunks(r))) + 0.5 * np.log1p(members))
+    b = np.asarray(sizes, np.float64)
+    top = float(b.max()) if b.size else 0.0
+    return b / top if top > 0 else np.zeros(len(reports))
+
+
 def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, limit: int, *,
-                index: ChunkIndex | None = None, query_vector: np.ndarray | None = None) -> list[Point]:
+                index: ChunkIndex | None = None, query_vector: np.ndarray | None = None,
+                whole: bool = False) -> list[Point]:
     """Map step: score every sentence the reports offer for the question and keep the ``limit`` best reports'
     points, best report first (a report's rank is its best point plus the mean of its next two).
 
-    Without ``index`` only the reports' own findings are candidates and relevance is lexical."""
+    Without ``index`` only the reports' own findings are candidates and relevance is lexical. With ``whole`` (a
+    question about the collection as a whole that names nothing in it, :func:`about_the_whole`) words shared
+    with the question mean nothing: reports rank by how much of the corpus their community spans, and their
+    points by centrality (the report's own findings first)."""
     cands = _candidates(reports, index)
     if not cands:
         return []
+    if whole:
+        breadth = _breadth(reports)
+        scores = np.array([0.6 * breadth[pos] + 0.3 * pr + 0.1 * reports[pos].rating / 10.0 for pos, _, pr in cands])
+        return _ranked_points(cands, scores, reports, limit)
     texts = [p.text for _, p, _ in cands]
     lex = _lexical(question, texts, tokenizer)
     report_lex = _lexical(question, [f"{r.title}. {r.summary}" for r in reports], tokenizer)
@@ -347,6 +386,12 @@ def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, 
     prior = np.array([pr for _, _, pr in cands])
     scores = (w_lex * lex + w_dense * dense + 0.1 * prior + 0.05 * rating
               + 0.1 * np.array([report_lex[pos] for pos, _, _ in cands]))
+    return _ranked_points(cands, scores, reports, limit)
+
+
+def _ranked_points(cands: Sequence[tuple[int, Point, float]], scores: np.ndarray, reports: Sequence[Report],
+                   limit: int) -> list[Point]:
+    """The points of the ``limit`` strongest reports (best point plus the mean of the next two), best first."""
     by_report: dict[int, list[float]] = {}
     for (pos, _, _), s in zip(cands, scores):
         by_report.setdefault(pos, []).append(float(s))
@@ -426,8 +471,10 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     cover = coverage(question, index, lambda: qv)
     if not cover.covered:
         return not_covered(question, route, cover)
-    points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv)
-    answer = reduce_points(question, route, points, index, max_points)
+    whole = about_the_whole(question, index.tokenizer)
+    points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv, whole=whole)
+    # A question about the whole gets the broadest communities' central points, a few from each.
+    answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3)
     if cover.missing and (cover.best_cosine is None or cover.best_cosine < SEMANTIC_COVER):
         note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}."
         answer = Answer(answer.question, answer.route, answer.mode, answer.text + "\n\n" + note, answer.citations,

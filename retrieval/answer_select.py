@@ -8,47 +8,52 @@ scored by what makes a passage's sentence an answer rather than a sentence that 
 - the question's entities in it (names and identifiers the offline extractor finds in the question, and the
   index's known entities), and more than one of them together (a relation between them);
 - sitting under a heading that the question's words match, first under it, and reading as a definition of a
-  question term ("A gauge is ...", "``counter``: ...");
+  question term ("A gauge is ...", "``counter``: ..."); for a "what is X?" question, more so when X itself is
+  the defined subject, and most on the page or section titled X;
 - holding the kind of thing the question asks for (a number, a date, a name) that the question does not
   already contain: an answer adds something;
 - BM25 over the candidates and its passage's rank, as weaker signals.
 
-Selection: the best unit of each of the two best passages that mention the question's entities or words (a
-two-hop answer shows both hops: the bridge sentence and the one beyond it), then maximal marginal relevance
-over the rest, keeping only units near the best. When the question asks for a value (a number or a date) and no
+Selection: a chain of hops first (a multi-hop answer shows every hop): the bridge, the best unit naming the
+question's entities, then the best unit of another passage by its score and by how well it names what the
+bridge adds (read in every other passage, the bridge's own left out), and so on for each further hop; then
+maximal marginal relevance (:func:`communities.sentences.mmr`) over the rest, keeping only units near the best. When the question asks for a value (a number or a date) and no
 candidate holds one, the selection says so instead of quoting what is near it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 import unicodedata
-from collections import OrderedDict
+import weakref
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Literal, Sequence
 
 import numpy as np
 
-from communities.sentences import chunk_is_first, normalized
+from communities.sentences import chunk_is_first, mmr, normalized
 from extraction.offline import COMMON_WORDS, find_entities
 from retrieval.answer_units import Unit, answer_units
-from retrieval.bm25 import BM25Index
 from retrieval.language import uncovered
 
 Wanted = Literal["number", "date", "name"]
 PASSAGES = 5  # candidates come from this many of the best passages
-HOP_PASSAGES = 3  # passages a second hop may add
+HOP_PASSAGES = 3  # passages each hop's search may add
+HOPS = 1  # searches after the first one, each from the chain's last link
 MAX_CANDIDATES = 96  # units embedded per question at most
 # How the signals are weighed (each signal is in [0, 1]; dense and lexical are min-max and max scaled over the
 # candidates). Without a semantic embedder the lexical signal takes the dense one's place.
 WEIGHTS = {"dense": 0.45, "lexical": 0.35, "lexical_alone": 0.5, "entities": 0.2, "pair": 0.1, "heading": 0.45,
-           "definition": 0.25, "holds": 0.15, "rank": 0.3, "hop": 0.2}
+           "definition": 0.25, "subject": 0.3, "holds": 0.15, "rank": 0.3, "hop": 0.2}
 TITLE_SHARE = 0.45  # a title line counts this share of a matching section heading
 KEEP_SHARE = 0.5  # a unit scoring under this share of the best one does not pad the answer
-HOP_KEEP_SHARE = 0.3  # the second hop's best unit is quoted only from this share of the best unit's score
+DUPLICATE = 0.95  # a unit this similar to a quoted one is the same point again (an overlapping chunk, other words)
+HOP_KEEP_SHARE = 0.45  # the second hop's best unit is quoted only from this share of the best unit's score
 
 # What a question asks for, by its question words (English, Polish, Chinese: the languages the router reads).
 _WANTS: tuple[tuple[Wanted, re.Pattern[str]], ...] = (
@@ -75,6 +80,30 @@ _CAPITAL = re.compile(r"\b[^\W\d_][\w'’.-]*", re.UNICODE)
 _TERM = r"^\W{0,3}(?:(?:an?|the)\s+)?[`*_\"“]*((?:[\w.’'-]+\s+){0,3}[\w.’'-]+?)[`*_\"”]*\s*(?:\([^)]{0,60}\)\s*)?"
 _DEFINITION = re.compile(_TERM + r"(?:(?:is|are|refers to|means|denotes)\s+(?:an?|the|one|any)\b|"
                          r"(?:jest|to|są)\s|[:—–]\s)", re.I)
+
+
+# A question asking what a term is: "What is a Dispatcher?", "What are gauges?", "What does idempotent mean?",
+# "Define backpressure", "Co to jest licznik?", "Czym jest ...?", "调度器是什么？" (the term is at most four words).
+_ASKS_TERM = (
+    re.compile(r"^\W*(?:what|who)(?:\s+(?:is|are)|['’]s)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
+    re.compile(r"^\W*what\s+(?:does|do)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s+(?:mean|stand for|do)\s*[?.]*\s*$", re.I),
+    re.compile(r"^\W*(?:define|explain)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
+    re.compile(r"^\W*(?:co to (?:jest|są)|czym (?:jest|są))\s+(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
+    re.compile(r"^\W*(?P<t>[^?？。，,]{1,20}?)\s*(?:是什么|是甚么|指什么)\W*$"),
+)
+
+
+def asked_term(question: str) -> str | None:
+    """The term a "what is X?" question asks to define (None: not such a question, or X is more than a term)."""
+    for pattern in _ASKS_TERM:
+        m = pattern.match(question.strip())
+        if m:
+            term = m.group("t").strip(" `*_\"'“”")
+            # "the population of Kansas", "the speed of light" ask for a value, not what a term means.
+            if not term or len(term.split()) > 4 or any(w.lower() in COMMON_WORDS for w in term.split()):
+                return None
+            return term
+    return None
 
 
 def wanted(question: str) -> Wanted | None:
@@ -144,15 +173,26 @@ class _VectorMemo:
 _MEMO = _VectorMemo()
 
 
-def _bm25(question_terms: list[str], token_lists: list[list[str]]) -> np.ndarray:
-    if not token_lists:
-        return np.zeros(0)
-    bm25 = BM25Index()
-    bm25.add(token_lists)
-    bm25.commit()
-    scores = np.asarray(bm25.get_scores(question_terms), np.float64)
-    top = float(scores.max()) if scores.size else 0.0
-    return scores / top if top > 0 else np.zeros(len(token_lists))
+def _bm25(question_terms: list[str], token_lists: list[list[str]], k1: float = 1.5, b: float = 0.75) -> np.ndarray:
+    """BM25 of each token list for the terms, scaled to [0, 1] by the best (all zeros when none matches).
+
+    The candidates are a few dozen units, so the IDF is Lucene's ``log(1 + (N - df + 0.5) / (df + 0.5))``, which
+    stays positive: Okapi's ``log((N - df + 0.5) / (df + 0.5))`` is zero or negative for a term that half the
+    candidates hold (the name every unit of a passage sits under), so it would count for nothing."""
+    n = len(token_lists)
+    if not n or not question_terms:
+        return np.zeros(n)
+    counts = [Counter(toks) for toks in token_lists]
+    lengths = np.array([len(toks) for toks in token_lists], np.float64)
+    norm = k1 * (1.0 - b + b * lengths / max(float(lengths.mean()), 1e-9))
+    scores = np.zeros(n)
+    for term in question_terms:
+        tf = np.array([c.get(term, 0) for c in counts], np.float64)
+        df = int((tf > 0).sum())
+        if df:
+            scores += math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * tf * (k1 + 1.0) / (tf + norm)
+    top = float(scores.max())
+    return scores / top if top > 0 else np.zeros(n)
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -207,7 +247,7 @@ class _Scored:
 
 
 def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | None, lexicon: Any,
-           bridge: str = "") -> _Scored:
+           bridge: str = "", bridge_chunk: str = "") -> _Scored:
     units, tok = pool.units, index.tokenizer
     q_terms = tok(question)
     q_set = set(q_terms)
@@ -216,12 +256,19 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     # that the question does not (in the text, or as the heading the unit sits under).
     b_names = bridge_entities(question, bridge) if bridge else []
     b_terms = [t for name in b_names for t in tok(name) if t not in q_set]
-    hop = _bm25(b_terms, [tok(f"{u.heading} {u.text}") for u in units]) if b_terms else np.zeros(len(units))
+    # The bridge's own passage names what the bridge adds by construction: the hop is read in the others only
+    # (BM25 over them, so that its own passage does not make the bridge's names look common).
+    hop = np.zeros(len(units))
+    others = [i for i, u in enumerate(units) if u.chunk_id != bridge_chunk]
+    if b_terms and others:
+        hop[others] = _bm25(b_terms, [tok(f"{units[i].heading} {units[i].text}") for i in others])
     prior = 1.0 / (1.0 + np.asarray(pool.rank, np.float64))
     ents = question_entities(question, lexicon)
     q_words = {w.lower().strip(".'’") for w in re.findall(r"[\w'’.-]+", question)} | set(_DIGITS.findall(question))
     kind = wanted(question)
-    ent, pair, head, definition, holds = (np.zeros(len(units)) for _ in range(5))
+    ent, pair, head, definition, holds, subject = (np.zeros(len(units)) for _ in range(6))
+    term = asked_term(question)
+    term_toks = set(tok(term)) if term else set()
     for i, u in enumerate(units):
         inside = [e for e in ents if _mentions(u.text, e)]
         under = [e for e in ents if e not in inside and _mentions(u.heading, e)]
@@ -238,6 +285,11 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
         m = _DEFINITION.match(u.text) if u.kind == "sentence" else None
         if m and set(tok(m.group(1))) & q_set:
             definition[i] = 1.0
+            # A "what is X?" question is answered by the sentence whose subject is X itself ("Dispatcher is
+            # the core API ..."), above all on the page or section titled by X; not by one that names X in
+            # passing or defines a neighbour of it.
+            if term_toks and set(tok(m.group(1))) == term_toks:
+                subject[i] = 1.0 + float(set(tok(u.heading)) == term_toks)
         if kind is not None:
             holds[i] = float(_holds(kind, u.text, q_words))
     dense = np.zeros(len(units))
@@ -251,7 +303,8 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     w = WEIGHTS
     w_dense, w_lex = (w["dense"], w["lexical"]) if vecs is not None else (0.0, w["lexical_alone"])
     score = (w_dense * dense + w_lex * lex + w["entities"] * ent + w["pair"] * pair + w["heading"] * head
-             + w["definition"] * definition + w["holds"] * holds + w["rank"] * prior + w["hop"] * hop)
+             + w["definition"] * definition + w["subject"] * subject + w["holds"] * holds + w["rank"] * prior
+             + w["hop"] * hop)
     return _Scored(score, (ent > 0) | (lex > 0) | (hop > 0), holds, ent, hop, vecs)
 
 
@@ -287,14 +340,53 @@ def _bridge(pool: _Pool, scored: _Scored) -> int | None:
     return max(first, key=lambda i: (scored.score[i], -i)) if first else None
 
 
-def _bound(pool: _Pool, question: str, index: Any, bridge: str = "") -> None:
-    """Keep at most ``MAX_CANDIDATES`` units (the lexically and rank-wise likeliest), bounding what is embedded."""
+def _bound(pool: _Pool, question: str, index: Any, bridge: str = "", keep: Sequence[Unit] = ()) -> None:
+    """Keep at most ``MAX_CANDIDATES`` units (the lexically and rank-wise likeliest, and the units of ``keep``),
+    bounding what is embedded."""
     if len(pool.units) <= MAX_CANDIDATES:
         return
     tok = index.tokenizer
     lex = _bm25(tok(f"{question} {bridge}"), [tok(u.text) for u in pool.units])
-    keep = sorted(np.argsort(-(lex + 1.0 / (1.0 + np.asarray(pool.rank))), kind="stable")[:MAX_CANDIDATES])
-    pool.units, pool.rank = [pool.units[i] for i in keep], [pool.rank[i] for i in keep]
+    lex[[i for i, u in enumerate(pool.units) if u in set(keep)]] = np.inf
+    keep_at = sorted(np.argsort(-(lex + 1.0 / (1.0 + np.asarray(pool.rank))), kind="stable")[:MAX_CANDIDATES])
+    pool.units, pool.rank = [pool.units[i] for i in keep_at], [pool.rank[i] for i in keep_at]
+
+
+@dataclass(frozen=True, slots=True)
+class _Passage:
+    chunk_id: str
+    text: str
+
+
+_TITLES: "weakref.WeakKeyDictionary[Any, tuple[int, dict[frozenset[str], list[int]]]]" = weakref.WeakKeyDictionary()
+
+
+def titled(index: Any, term: str) -> list[_Passage]:
+    """The opening passages of the documents titled by ``term`` (their first line, a ``#`` heading or a title
+    line, says the term, give or take one word: "Dispatcher", "Class: Client"). Titles are read once per index
+    size and kept beside the index."""
+    rows = getattr(index, "rows", None)
+    if not rows:
+        return []
+    tok = index.tokenizer
+    cached = _TITLES.get(index)
+    if cached is None or cached[0] != len(rows):
+        by_title: dict[frozenset[str], list[int]] = {}
+        for i, row in enumerate(rows):
+            if not chunk_is_first(row.chunk_id):
+                continue
+            line = row.text.lstrip().split("\n", 1)[0].strip().lstrip("#").strip()
+            if 0 < len(line) <= 120:
+                by_title.setdefault(frozenset(tok(line)), []).append(i)
+        cached = (len(rows), by_title)
+        _TITLES[index] = cached
+    want = set(tok(term))
+    if not want:
+        return []
+    alive = getattr(getattr(index, "bm25", None), "alive", None)
+    out = [i for title, ids in cached[1].items() if want <= title and len(title - want) <= 1 for i in ids
+           if alive is None or (i < len(alive) and alive[i])]
+    return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(out)[:2]]
 
 
 def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector: np.ndarray | None,
@@ -305,6 +397,11 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
     top passage (the bridge) is searched again, and up to ``HOP_PASSAGES`` passages it finds that the first
     search did not rank near the top join the candidates."""
     top = list(hits[:PASSAGES])
+    term = asked_term(question)
+    if term:
+        # "What is X?": the page titled X is read first, wherever the search ranked it.
+        have = {h.chunk_id for h in top}
+        top = [p for p in titled(index, term) if p.chunk_id not in have] + top
     pool = _Pool([], [], set())
     pool.add(top, 0)
     _bound(pool, question, index)
@@ -312,33 +409,47 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
     if not pool.units:
         return Selection((), None, tuple(read))
     scored = _score(question, pool, index, query_vector, lexicon)
-    bridge_at = _bridge(pool, scored)
-    bridge = pool.units[bridge_at].text if bridge_at is not None else ""
-    if search is not None and bridge:
-        more = [h for h in search(_hop_query(question, bridge, lexicon)) if h.chunk_id not in read][:HOP_PASSAGES]
+    # The chain of hops: the bridge (the best unit naming the question's entities, else the top passage's best),
+    # then, hop by hop, the best unit of a passage not yet in the chain, by its score and by how well it names
+    # what the previous link adds (that passage may be one the first search already ranked high, or one the
+    # hop's own search found). A link joins only when it bears on the question about as well as the rest that
+    # is kept: a passage a hop query found by a link's incidental words must not pad the answer.
+    at = _bridge(pool, scored)
+    chain: list[Unit] = []
+    link = pool.units[at] if at is not None else None
+    for step in range(HOPS):
+        if link is None:
+            break
+        more = [] if search is None else [
+            h for h in search(_hop_query(question, link.text, lexicon)) if h.chunk_id not in read][:HOP_PASSAGES]
         if more:
-            pool.add(more, 1)  # ranked as the second passage: the hop the bridge points to
-            _bound(pool, question, index, bridge)
+            pool.add(more, 1 + step)  # ranked just below the passages the chain came from
+            _bound(pool, question, index, link.text, keep=[*chain, link])
             read += [h.chunk_id for h in more]
-            scored = _score(question, pool, index, query_vector, lexicon, bridge)
-    units, rank, score = pool.units, pool.rank, scored.score
+        scored = _score(question, pool, index, query_vector, lexicon, link.text, link.chunk_id)
+        if not chain:
+            at = _bridge(pool, scored)
+            if at is None:
+                break
+            chain.append(pool.units[at])
+        if len(chain) >= n:
+            break
+        used = {u.chunk_id for u in chain}
+        score = scored.score
+        mine = [i for i, u in enumerate(pool.units) if u.chunk_id not in used and scored.relevant[i]]
+        nxt = max(mine, key=lambda i: (score[i] + scored.hop[i], -i)) if mine else None
+        if nxt is None or score[nxt] + scored.hop[nxt] < HOP_KEEP_SHARE * float(score.max()):
+            break
+        chain.append(pool.units[nxt])
+        link = pool.units[nxt]
+    if not chain and at is not None:
+        chain.append(pool.units[at])
+    units, score = pool.units, scored.score
     kind = wanted(question)
     if kind in ("number", "date") and not scored.holds.any():
         return Selection((), kind, tuple(read))
-    # Both hops: the bridge (the best unit naming the question's entities, else the top passage's best), then
-    # the best of the passages the second hop found (or, without one, of the other top passages).
-    chosen: list[int] = []
-    at = _bridge(pool, scored)
-    if at is not None:
-        chosen.append(at)
-        hop = set(read[len(top):]) or {h.chunk_id for h in top} - {units[at].chunk_id}
-        mine = [i for i, u in enumerate(units) if u.chunk_id in hop and scored.relevant[i]]
-        if mine and n > 1:
-            second = max(mine, key=lambda i: (score[i] + scored.hop[i], -i))
-            # The second hop joins only when it bears on the question about as well as the rest that is kept:
-            # a passage the hop query found by the bridge's incidental words must not pad the answer.
-            if score[second] + scored.hop[second] >= HOP_KEEP_SHARE * float(score.max()):
-                chosen.append(second)
+    position = {u: i for i, u in enumerate(units)}
+    chosen = [position[u] for u in chain if u in position]
     if scored.vecs is not None:
         sim = scored.vecs @ scored.vecs.T
     else:
@@ -347,27 +458,8 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
     eligible = score >= KEEP_SHARE * best
     for i in chosen:
         eligible[i] = True
-    order = _mmr_after(score, sim, n, chosen, eligible)
+    order = mmr(score, sim, n, lam=0.75, eligible=eligible, start=chosen, max_similarity=DUPLICATE)
     return Selection(tuple(units[i] for i in order), None, tuple(read))
-
-
-def _mmr_after(score: np.ndarray, sim: np.ndarray, n: int, chosen: list[int], eligible: np.ndarray,
-               lam: float = 0.75) -> list[int]:
-    """Maximal marginal relevance over the eligible units, starting from the units already ``chosen``."""
-    s = _minmax(np.asarray(score, np.float64)) if len(score) > 1 else np.ones(len(score))
-    out = list(dict.fromkeys(chosen))[:n]
-    closest = np.max(sim[out], axis=0) if out else np.zeros(len(s))
-    while len(out) < n:
-        value = lam * s - (1 - lam) * closest
-        value[~eligible] = -np.inf
-        value[out] = -np.inf
-        value[closest >= 0.95] = -np.inf  # the same point again, from an overlapping chunk or in other words
-        best = int(np.argmax(value))
-        if not np.isfinite(value[best]):
-            break
-        out.append(best)
-        closest = np.maximum(closest, sim[best])
-    return out
 
 
 def term_similarity(token_lists: list[list[str]]) -> np.ndarray:

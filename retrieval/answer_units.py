@@ -7,7 +7,9 @@ A unit is always ``chunk.text[start:end]``, so a citation points at it. Sentence
 - a fenced code block (```` ``` ```` or ``~~~``) is one unit when both of its fences are in the chunk, and no
   part of it is ever quoted when the chunk cuts it (a window that opens or ends inside the fence);
 - a Markdown list or table that the chunk holds whole (text follows it, and it does not open a chunk that
-  starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one;
+  starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one; of
+  a list too long for that, or cut by the window, each whole item is a unit (an option and what it does);
+- a sentence that says nothing outside its links ("Implements [X](x.md#x).") is no unit: it points elsewhere;
 - every unit knows the nearest heading above it (a ``#`` line, or the title line that opens a document) and
   whether it is the first unit under that heading.
 """
@@ -22,11 +24,22 @@ from communities.sentences import whole_sentences
 
 Kind = Literal["sentence", "list", "table", "code"]
 MAX_BLOCK_CHARS = 1500  # a list, table or code block longer than this is not quoted as one unit
+MAX_ITEM_CHARS = 700  # ... and an item of such a list longer than this is not quoted either
 
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*$", re.MULTILINE)
 _HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+\S")
 _ROW = re.compile(r"^[ \t]*\|")
+_LINK = re.compile(r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\((?:[^()\n]|\([^()\n]*\))*\)|<https?://[^>\s]+>|https?://\S+")
+_PROSE_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+MIN_PROSE_WORDS = 3  # a sentence with fewer words outside its links is a pointer, not an answer
+
+
+def link_only(text: str) -> bool:
+    """Whether a sentence says nothing outside its links ("Implements [`Dispatcher.close()`](Dispatcher.md#...).",
+    "See [the API docs](api.md)."): what it points at is elsewhere."""
+    bare = _LINK.sub(" ", text)
+    return bare != text and len(_PROSE_WORD.findall(bare)) < MIN_PROSE_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +59,19 @@ class Unit:
 def _code_regions(text: str, at_document_start: bool) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(whole code blocks, cut code regions) as spans of ``text``. Fences pair up in order; an unpaired fence
     means the chunk cuts a block: at the end (the usual case) or, in a chunk that opens mid-document and whose
-    first fence carries no language tag (a closing fence), at the start."""
+    first fence carries no language tag (a closing fence), at the start; a chunk may cut blocks at both ends."""
     fences = list(_FENCE.finditer(text))
     whole: list[tuple[int, int]] = []
     cut: list[tuple[int, int]] = []
+    # A closing fence carries no language tag: in a chunk that opens mid-document, an untagged first fence
+    # followed by a tagged one (or left over) closes a block the window cut at the start.
+    if (fences and not at_document_start and not fences[0].group(2)
+            and (len(fences) % 2 == 1 or fences[1].group(2))):
+        cut.append((0, fences[0].end()))
+        fences = fences[1:]
     if len(fences) % 2 == 1:
-        if not at_document_start and not fences[0].group(2):
-            cut.append((0, fences[0].end()))
-            fences = fences[1:]
-        else:
-            cut.append((fences[-1].start(), len(text)))
-            fences = fences[:-1]
+        cut.append((fences[-1].start(), len(text)))
+        fences = fences[:-1]
     for open_, close in zip(fences[::2], fences[1::2]):
         whole.append((open_.start(), close.end()))
     return whole, cut
@@ -93,6 +108,36 @@ def _blocks(text: str, skip: list[tuple[int, int]]) -> list[tuple[int, int, Kind
     return out
 
 
+def _items(text: str, s: int, e: int, opens_cut: bool, ends_cut: bool) -> list[tuple[int, int, Kind]]:
+    """The whole top-level items of the list ``text[s:e]`` (each with its continuation lines and sub-items), the
+    bullet left out: the first when the chunk opens inside the list, the last when it ends in it are left out, and
+    so is an item too short to say anything, too long to quote, or that only points at a link."""
+    lines: list[tuple[int, str]] = []
+    pos = s
+    for line in text[s:e].splitlines(keepends=True):
+        lines.append((pos, line))
+        pos += len(line)
+    indent = len(lines[0][1]) - len(lines[0][1].lstrip(" \t"))
+    starts = [p for p, ln in lines if _ITEM.match(ln) and len(ln) - len(ln.lstrip(" \t")) == indent]
+    bounds = list(zip(starts, starts[1:] + [e]))
+    if opens_cut and bounds:
+        bounds = bounds[1:]
+    if ends_cut and bounds:
+        bounds = bounds[:-1]
+    out: list[tuple[int, int, Kind]] = []
+    for a, b in bounds:
+        body = text[a:b].rstrip()
+        m = re.match(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]+", body)
+        start = a + (m.end() if m else 0)
+        end = a + len(body)
+        unit = text[start:end]
+        if len(unit) > MAX_ITEM_CHARS or len(re.findall(r"[^\W\d_]+", unit)) < 4 or link_only(unit):
+            continue
+        nested = any(_ITEM.match(ln) for ln in unit.splitlines()[1:])
+        out.append((start, end, "list" if nested else "sentence"))
+    return out
+
+
 def _headings(text: str, at_document_start: bool, skip: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
     """(line start, line end, heading text) of the ``#`` headings outside code, and the title line that opens a
     document (a short first line without sentence punctuation, followed by more text)."""
@@ -119,6 +164,13 @@ def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit
     for s, e, kind in _blocks(text, code_like):
         opens_cut = s == 0 and not at_document_start
         ends_cut = not text[e:].strip()  # nothing after it in the chunk: the window may cut it
+        if kind == "list" and (opens_cut or ends_cut or e - s > MAX_BLOCK_CHARS):
+            # Too long to quote whole, or cut by the window: each of its whole items is a unit ("**allowH2**:
+            # `boolean` - Default: `false`. Enables support for H2 ..." is one answer, not two sentences).
+            for ts, te, ik in _items(text, s, e, opens_cut, ends_cut):
+                spans.append((ts, te, ik))
+                kept_blocks.append((ts, te))
+            continue
         if opens_cut or ends_cut or e - s > MAX_BLOCK_CHARS:
             continue
         if kind == "list" and sum(1 for ln in text[s:e].splitlines() if _ITEM.match(ln)) < 2:
@@ -133,7 +185,7 @@ def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit
             s = title_end + len(text[title_end:e]) - len(text[title_end:e].lstrip())
         if any(s < te and ts < e for ts, te in taken):
             continue
-        if _FENCE.search(text[s:e]):
+        if _FENCE.search(text[s:e]) or link_only(text[s:e]):
             continue
         spans.append((s, e, "sentence"))
     spans.sort()

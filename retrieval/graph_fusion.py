@@ -3,6 +3,10 @@
 - :func:`graph_list` decides the list's weight (given by the caller, else the default's: ``retrieval.graph_weight``
   when the question names entities the index knows, 0 when it names none, so corpora where the graph cannot
   help rank as before) and runs the walk from the question's entities and the other lists' top passages.
+  Entities linked by the question's vector join the seeds; alone (the question spells no entity's name) they
+  give the list weight only when one is at least ``retrieval.graph_vector_strong`` similar to the question,
+  since a question is always somewhat similar to some entity, and a corpus whose questions name no entity
+  (SciFact's claims) must rank as before.
 - :func:`fuse_graph` orders the candidates: under RRF the three lists are fused by weighted RRF; under the
   convex and adaptive rankings the order of BM25 and dense (their convex combination) is fused with the walk's
   list by weighted RRF, the walk weighing ``graph_weight`` against 1.
@@ -10,7 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -20,29 +24,42 @@ from retrieval.fusion import weighted_rrf
 
 @dataclass(frozen=True, slots=True)
 class GraphList:
-    """The walk's ranked rows (best first), the weight they get, and the entities that seeded the walk."""
+    """The walk's ranked rows (best first), the weight they get, the entities that seeded the walk and those of
+    them linked by the question's vector alone."""
 
     rows: tuple[int, ...]
     weight: float
     seeds: tuple[str, ...]
+    vector_seeds: tuple[str, ...] = ()
 
 
 NO_GRAPH = GraphList((), 0.0, ())
 
 
+def default_weight(link: Any, default: float, strong: float) -> float:
+    """The adaptive default's weight for a walk from ``link``: ``default`` when the question names a seed, or when
+    a seed linked by vector is at least ``strong`` similar to it; else 0."""
+    if link.by_name:
+        return default
+    best = max((s.similarity or 0.0 for s in link.seeds if s.by == "vector"), default=0.0)
+    return default if link.seeds and best >= strong else 0.0
+
+
 def graph_list(walk: Any, text: str, given: float | None, default: float, depth: int, mask: np.ndarray | None,
-               ranked: Sequence[tuple[int, float]]) -> GraphList:
+               ranked: Sequence[tuple[int, float]], query_vector: np.ndarray | None = None,
+               strong: float = 1.0) -> GraphList:
     """The graph list of a search (``walk``: the generation's :class:`~retrieval.graph_walk.GraphWalk` or None;
     ``given``: the caller's ``graph_weight``; ``ranked``: the other lists' order, whose top passages seed the
-    walk beside the question's entities)."""
+    walk beside the question's entities; ``query_vector``: the question's vector, to link entities by;
+    ``strong``: see :func:`default_weight`)."""
     if walk is None or given == 0:
         return NO_GRAPH
-    link = walk.link(text)
-    weight = given if given is not None else (default if link.seeds else 0.0)
+    link = walk.link(text, query_vector)
+    weight = given if given is not None else default_weight(link, default, strong)
     if weight <= 0:
         return NO_GRAPH
     rows = walk.rank(link, depth, mask, [row for row, _ in ranked])
-    return GraphList(tuple(row for row, _ in rows), weight, link.names)
+    return GraphList(tuple(row for row, _ in rows), weight, link.names, link.by_vector)
 
 
 def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, float]], graph: GraphList,
@@ -53,3 +70,28 @@ def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, f
         return list(fused), "rrf"
     both = weighted_rrf([(1.0, [row for row, _ in ranked]), (graph.weight, list(graph.rows))], k=rrf_k)
     return both, f"{ranking} fused with the graph walk (weighted rrf, graph {graph.weight:g})"
+
+
+def with_graph_seeds(decision: Any, index: Any, question: str) -> Any:
+    """``decision`` (a :class:`~retrieval.router.RouteDecision`) naming the entities the graph walk of a local
+    search for ``question`` starts from, which of them were linked by the question's vector, and, for a
+    generation published before entity vectors existed, that the walk links by names alone."""
+    link = index.graph_link(question)
+    reasons = list(decision.reasons)
+    by_vector = set(link.by_vector)
+    named = [n for n in link.names if n not in by_vector]
+    close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
+    parts = []
+    if named:
+        parts.append("the entities it names: " + ", ".join(named[:5]))
+    if close:
+        parts.append("entities close to its meaning (linked by vector): " + ", ".join(close[:5]))
+    if parts:
+        reason = "the graph walk starts from " + "; ".join(parts)
+        if not named and default_weight(link, 1.0, index.settings.graph_vector_strong) == 0:
+            reason += " (too weak alone to give the graph list weight by default)"
+        reasons.append(reason)
+    if index.graph_walk is not None and index.graph_walk.entity_vectors is None and index.embeds_entities:
+        reasons.append("this generation holds no entity vectors (published by an older version): the graph walk "
+                       "links the question by entity names only")
+    return replace(decision, graph_seeds=link.names, graph_vector_seeds=link.by_vector, reasons=tuple(reasons))

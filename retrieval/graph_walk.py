@@ -10,8 +10,10 @@ with the question. The walk finds it the way HippoRAG 2 does:
   relation, and *synonym* edges between entities whose names are the same up to case, punctuation,
   underscores and hyphens ("node_exporter" and "Node Exporter");
 - **seeds**: the entities the question names (matched by the router's :class:`EntityLexicon` and by the same
-  normalized names), weighted by how specific they are (inverse chunk frequency); optionally also the other
-  lists' top passages (``WalkParams.passage_seed_share``, 0 by default);
+  normalized names), weighted by how specific they are (inverse chunk frequency); beside them, the entities
+  whose vectors (:mod:`retrieval.entity_vectors`) are closest to the question's, above a similarity threshold,
+  weighted by specificity and similarity, so a question that names an entity in other words still seeds the
+  walk; optionally also the other lists' top passages (``WalkParams.passage_seed_share``, 0 by default);
 - **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
 
 The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query is a few
@@ -51,13 +53,16 @@ def walk_key(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Seed:
-    """An entity that seeds the walk: its id and name, the question's words it matched, and its share of the
-    reset mass."""
+    """An entity that seeds the walk: its id and name, the question's words it matched (for a vector link: the
+    entity's name), its share of the reset mass, how it was linked (``name`` or ``vector``) and, for a vector
+    link, the cosine similarity of its vector and the question's."""
 
     entity_id: str
     name: str
     matched: str
     weight: float
+    by: str = "name"
+    similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,11 @@ class WalkParams:
     synonym_weight: float = 1.0
     max_entity_share: float = 0.1  # entities mentioned in more of the chunks than this seed nothing
     walked_only: bool = True  # rank a seeded passage by the mass the walk brings it, not its own reset mass
+    vector_threshold: float = 0.5  # least cosine similarity of an entity's vector and the question's to seed
+    vector_seeds: int = 3  # at most this many entities linked by vector
+    vector_fill: bool = False  # vector links fill up to vector_seeds seeds in all (fewer beside named entities)
+    vector_weight: float = 1.0  # a vector seed's weight, relative to a name seed of the same specificity, at
+    # similarity 1 (it weighs its similarity times this)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +95,16 @@ class Link:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.name for s in self.seeds))
+
+    @property
+    def by_vector(self) -> tuple[str, ...]:
+        """The seeds' names that were linked by vector alone."""
+        return tuple(dict.fromkeys(s.name for s in self.seeds if s.by == "vector"))
+
+    @property
+    def by_name(self) -> bool:
+        """Whether the question names (spells) at least one seed."""
+        return any(s.by == "name" for s in self.seeds)
 
 
 NO_LINK = Link(())
@@ -103,6 +123,20 @@ class GraphWalk:
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
         self.max_words = max((k.count(" ") + 1 for k in keys), default=1)
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
+        self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
+        self.vector_embedder: str | None = None
+
+    def attach_vectors(self, vectors: Any) -> int:
+        """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
+        do not hold are linked by name only. Returns how many of the walk's entities have a vector."""
+        row = {eid: i for i, eid in enumerate(vectors.ids)}
+        have = [(p, row[eid]) for p, eid in enumerate(self.entity_ids) if eid in row]
+        matrix = np.zeros((self.n_entities, vectors.matrix.shape[1]), np.float32)
+        if have:
+            pos, src = (np.asarray(x, dtype=np.int64) for x in zip(*have))
+            matrix[pos] = vectors.matrix[src]
+        self.entity_vectors, self.vector_embedder = matrix, vectors.embedder
+        return len(have)
 
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod
@@ -172,12 +206,14 @@ class GraphWalk:
         return dict(self.counts)
 
     # -- linking ----------------------------------------------------------------------------------------------
-    def link(self, question: str) -> Link:
+    def link(self, question: str, query_vector: np.ndarray | None = None) -> Link:
         """The entities the question names: the longest spans of its words whose normalized name (case,
         punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
         that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
         a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
-        each seed weighs by its inverse chunk frequency."""
+        each seed weighs by its inverse chunk frequency. With the question's vector ``query_vector`` (the
+        dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
+        ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = _QUESTION_WORDS.findall(question)
         # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
         # does not name the entity "Association" (a word that opened sentences in the corpus).
@@ -215,8 +251,40 @@ class GraphWalk:
             if self.df[j] > limit or self.is_stop(matched):
                 continue
             seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
+        if query_vector is not None:
+            room = self.params.vector_seeds - (len(seeds) if self.params.vector_fill else 0)
+            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
+
+    def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float,
+                     room: int | None = None) -> list[Seed]:
+        """The entities whose vectors are closest to ``query_vector`` (cosine at least ``vector_threshold``, at
+        most ``vector_seeds`` of them, none in ``taken`` nor mentioned in more than ``limit`` chunks), each
+        weighing its inverse chunk frequency times its similarity times ``vector_weight``."""
+        m, p = self.entity_vectors, self.params
+        room = p.vector_seeds if room is None else room
+        if m is None or not self.n_entities or room <= 0:
+            return []
+        q = np.asarray(query_vector, np.float32).ravel()
+        norm = float(np.linalg.norm(q))
+        if q.shape[0] != m.shape[1] or norm == 0:
+            return []
+        sims = m @ (q / norm)
+        live = np.flatnonzero((sims >= p.vector_threshold) & (self.df <= limit))
+        live = live[np.lexsort((live, -sims[live]))]
+        total = max(1, self.n_rows)
+        out: list[Seed] = []
+        for j in live:
+            eid, name = self.entity_ids[j], self.names[j]
+            if eid in taken or self.is_stop(name):
+                continue
+            sim = float(sims[j])
+            out.append(Seed(eid, name, name, p.vector_weight * sim * math.log(1.0 + total / self.df[j]), "vector",
+                            round(sim, 4)))
+            if len(out) >= room:
+                break
+        return out
 
     # -- walking ----------------------------------------------------------------------------------------------
     def pagerank(self, reset: np.ndarray, back: np.ndarray | None = None) -> np.ndarray:
@@ -278,4 +346,5 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
 
 def walk_params(settings: Any) -> WalkParams:
     """The walk's parameters from ``retrieval`` settings (core.settings.RetrievalSettings)."""
-    return WalkParams(damping=settings.graph_damping)
+    return WalkParams(damping=settings.graph_damping, vector_threshold=settings.graph_vector_threshold,
+                      vector_seeds=settings.graph_vector_seeds)

@@ -78,6 +78,7 @@ class SearchOutcome:
     ranking: str = "rrf"  # what ordered the hits: "rrf", "convex (BM25 share a)" or "lexical rerank (...)"
     graph_weight: float = 0.0  # the graph walk list's weight (0: not used)
     graph_seeds: tuple[str, ...] = ()  # the entities that seeded the walk
+    graph_vector_seeds: tuple[str, ...] = ()  # those of them linked by the question's vector
 
 
 class RankingEngine(Protocol):
@@ -103,9 +104,17 @@ class DenseEngine:
         self.embedder, self.vectors = embedder, vectors
 
     def rank(self, text: str, k: int, mask: np.ndarray | None) -> list[tuple[int, float]]:
+        return self.rank_with_vector(text, k, mask)[0]
+
+    def query_vector(self, text: str) -> np.ndarray:
         # Models trained with query/passage prefixes (E5) embed queries with their own method.
         embed = getattr(self.embedder, "embed_queries", self.embedder.embed)
-        return self.vectors.top(embed([text])[0], k, mask)
+        return embed([text])[0]
+
+    def rank_with_vector(self, text: str, k: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
+        """The ranking and the question's vector it was made with (the graph walk links entities by it)."""
+        vec = self.query_vector(text)
+        return self.vectors.top(vec, k, mask), vec
 
 
 def _fields(c: Chunk) -> dict[str, Any]:
@@ -119,7 +128,8 @@ class ChunkIndex:
         self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming, settings.polish_lemmas))
         self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
         self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
-                                       settings.embedding_dim) if embedder == "settings" else embedder)  # type: ignore[assignment]
+                                       settings.embedding_dim, settings.model_cache)
+                         if embedder == "settings" else embedder)  # type: ignore[assignment]
         self.vector_cache = vector_cache
         self.vectors = VectorIndex(self.embedder.dim, settings.hnsw_threshold) if self.embedder else None
         self.rows: list[IndexedChunk] = []
@@ -354,16 +364,17 @@ class ChunkIndex:
         if gaps and not explicit:
             use_dense, dense_weight = False, 0.0  # no need to run an engine that cannot read the query
             warnings.append(self._language_warning(gaps[0], "query", explicit))
+        qv: np.ndarray | None = None  # the question's vector, when the dense list computed it
         if use_dense and use_sparse:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-search")
             # The dense engine runs beside this thread, which ranks BM25 meanwhile.
-            f_dense = self._pool.submit(self.dense.rank, text, depth, mask)  # type: ignore[union-attr]
+            f_dense = self._pool.submit(self._dense_rank, text, depth, mask)
             sparse = self.sparse.rank(text, depth, mask)
-            dense = f_dense.result()
+            dense, qv = f_dense.result()
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
-            dense = self.dense.rank(text, depth, mask) if use_dense else []  # type: ignore[union-attr]
+            dense, qv = self._dense_rank(text, depth, mask) if use_dense else ([], None)
         if gaps and explicit:
             warnings.append(self._language_warning(gaps[0], "query", explicit))
         elif use_dense and covered is not None:
@@ -372,6 +383,7 @@ class ChunkIndex:
             chunk_gaps = uncovered([dominant(top)], covered)
             if chunk_gaps:
                 warnings.append(self._language_warning(chunk_gaps[0], "matching chunks", explicit))
+                qv = None  # nor would its vector link entities reliably
                 if not explicit:
                     dense, dense_weight = [], 0.0
         alpha = s.convex_alpha
@@ -387,7 +399,16 @@ class ChunkIndex:
             ranked, ranking = convex_combination(sparse, dense, alpha), f"convex (BM25 share {alpha:.2f})"
         else:
             ranked, ranking = fused, "rrf"
-        walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked)
+        # Entities are linked by the question's vector too when the walk has entity vectors of this embedder
+        # and the embedder reads the question; the dense list's vector is reused (embedded here only when
+        # the dense list did not run).
+        link_vector = (qv if not uncovered([q_lang], covered) and self._links_by_vector() and graph_weight != 0
+                       else None)
+        if link_vector is None and not use_dense and graph_weight != 0 and self._links_by_vector() \
+                and not uncovered([q_lang], covered):
+            link_vector = self.dense.query_vector(text)  # type: ignore[union-attr]
+        walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked, link_vector,
+                          s.graph_vector_strong)
         if walk.rows:  # the third list: in rrf_score, and fused with the order of the other two
             fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense]),
                                   (walk.weight, list(walk.rows))], k=rrf_k)
@@ -408,8 +429,38 @@ class ChunkIndex:
             r = self.rows[row]
             hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row),
                             d_rank.get(row), score.get(row, 0.0), g_rank.get(row)))
-        return (SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings, ranking, walk.weight, walk.seeds),
+        return (SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings, ranking, walk.weight, walk.seeds,
+                              walk.vector_seeds),
                 len(order))
+
+    def _dense_rank(self, text: str, depth: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]],
+                                                                                 np.ndarray | None]:
+        """The dense ranking and the question's vector (None from an engine that does not tell it)."""
+        with_vector = getattr(self.dense, "rank_with_vector", None)
+        if with_vector is not None:
+            return with_vector(text, depth, mask)
+        return self.dense.rank(text, depth, mask), None  # type: ignore[union-attr]
+
+    @property
+    def embeds_entities(self) -> bool:
+        """Whether a generation of this index holds entity vectors (its embedder reads meaning)."""
+        return self.embedder is not None and bool(getattr(self.embedder, "semantic", True))
+
+    def graph_link(self, text: str) -> Any:
+        """The graph walk's link of ``text`` as a default search makes it (by names, and by the question's vector
+        when the walk has entity vectors and the embedder reads the question); None without a walk."""
+        if self.graph_walk is None:
+            return None
+        qv = None
+        if self._links_by_vector() and not uncovered([self.query_language(text)], self.embedder_languages):
+            qv = self.dense.query_vector(text)  # type: ignore[union-attr]
+        return self.graph_walk.link(text, qv)
+
+    def _links_by_vector(self) -> bool:
+        """Whether the graph walk links questions to entities by vector (it has this embedder's entity vectors)."""
+        walk = self.graph_walk
+        return (walk is not None and getattr(walk, "entity_vectors", None) is not None and self.embedder is not None
+                and isinstance(self.dense, DenseEngine) and walk.vector_embedder == self.embedder.name)
 
     def _language_warning(self, language: str, where: str, explicit: bool) -> str:
         name = self.embedder.name if self.embedder is not None else "the embedder"

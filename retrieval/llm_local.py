@@ -27,6 +27,7 @@ from retrieval.index import ChunkIndex, Hit
 from retrieval.router import RouteDecision
 
 ANSWER_MAX_TOKENS = 400  # 150 words and their citations; a runaway answer is cut here
+PASSAGE_TOKENS = 2000  # the passages shown to the LLM, best first
 _CITE = re.compile(r"\[([^\[\]\n]{1,400})\]")
 
 
@@ -77,8 +78,10 @@ def claims_schema(given: list[str]) -> type[BaseModel]:
     """The answer's schema with each claim's ``chunk_id`` limited to the given ids (an enum), so an endpoint
     that enforces schemas cannot cite anything else."""
     ids = tuple(dict.fromkeys(given))
-    claim = create_model("_Claim", text=(str, ...), chunk_id=(Literal[ids], ...))  # type: ignore[valid-type]
-    return create_model("_LocalAnswer", claims=(list[claim], Field(default_factory=list)))  # type: ignore[valid-type]
+    claim = create_model("_Claim", text=(str, Field(..., json_schema_extra={"maxLength": 300})),
+                         chunk_id=(Literal[ids], ...))  # type: ignore[valid-type]
+    return create_model("_LocalAnswer", claims=(list[claim], Field(  # type: ignore[valid-type]
+        default_factory=list, json_schema_extra={"maxItems": 4})))  # four claims, as the prompt asks
 
 
 _CLAIM = re.compile(r'\{\s*"text"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"chunk_id"\s*:\s*("(?:[^"\\]|\\.)*")\s*\}')
@@ -130,7 +133,7 @@ def render_claims(claims: _Claims | BaseModel, given: list[str]) -> tuple[str, l
 
 def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, client: LLMClient, top_k: int,
                      n_sentences: int, metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None,
-                     token_budget: int = 2000, prompts_dir=None,  # type: ignore[no-untyped-def]
+                     token_budget: int = PASSAGE_TOKENS, prompts_dir=None,  # type: ignore[no-untyped-def]
                      on_delta: Callable[[str], None] | None = None) -> Answer:
     """The LLM-written local answer (see the module docstring). With ``on_delta`` the answer is streamed."""
     offline = local_answer(question, route, index, top_k, n_sentences, metadata_filter, query_vector=query_vector)

@@ -52,12 +52,14 @@ class RouteDecision:
     confidence: float = 1.0  # calibrated probability of ``route``
     both_sides: bool = False  # answered from the local hits and the community reports
     graph_seeds: tuple[str, ...] = field(default=())  # entities that seed the graph walk (retrieval.graph_walk)
+    graph_vector_seeds: tuple[str, ...] = field(default=())  # those of them linked by the question's vector
 
     def to_dict(self) -> dict[str, object]:
         return {"route": self.route, "reasons": list(self.reasons), "local_score": self.local_score,
                 "global_score": self.global_score, "entities": list(self.entities),
                 "identifiers": list(self.identifiers), "overridden": self.overridden,
-                "confidence": self.confidence, "both_sides": self.both_sides, "graph_seeds": list(self.graph_seeds)}
+                "confidence": self.confidence, "both_sides": self.both_sides, "graph_seeds": list(self.graph_seeds),
+                "graph_vector_seeds": list(self.graph_vector_seeds)}
 
 
 class EntityLexicon:

@@ -259,10 +259,11 @@ class WorkLimiter:
     done after the timeout gets 503; if it had not started it never will, else its slot stays taken until the
     work really ends."""
 
-    def __init__(self, server: ServerSettings) -> None:
+    def __init__(self, server: ServerSettings, answer_timeout_s: float | None = None) -> None:
         self.slots = server.max_concurrent_requests
         self.search_threads = min(server.search_threads, self.slots)
         self.timeout = server.request_timeout_s
+        self.answer_timeout = answer_timeout_s or server.request_timeout_s  # answers that call an LLM wait longer
         self.retry_after = str(server.retry_after_s)
         self.busy = 0
         self.lock = threading.Lock()
@@ -282,7 +283,9 @@ class WorkLimiter:
         with self.lock:
             self.busy -= 1
 
-    async def run(self, fn: Callable[[], T], search: bool = False) -> T:
+    async def run(self, fn: Callable[[], T], search: bool = False, answer: bool = False) -> T:
+        """``fn`` on a worker thread, cut after the request timeout (``answer``: the answer timeout)."""
+        timeout = self.answer_timeout if answer else self.timeout
         with self.lock:
             if self.busy >= self.slots:
                 raise ApiError(503, [], f"the server is busy ({self.slots} requests running; "
@@ -297,11 +300,12 @@ class WorkLimiter:
         future = (self.search_pool if search else self.pool).submit(fn)
         future.add_done_callback(self._release)
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+            return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except asyncio.TimeoutError:
             # wait_for cancelled the wrapper, which cancels ``future``: one still waiting for a thread never runs
             # (and its slot is freed now).
-            raise ApiError(503, [], f"the request took longer than {self.timeout:g} s (server.request_timeout_s)",
+            setting = "server.llm_request_timeout_s" if answer and timeout != self.timeout else "server.request_timeout_s"
+            raise ApiError(503, [], f"the request took longer than {timeout:g} s ({setting})",
                            "timeout", {"Retry-After": self.retry_after}) from None
 
     def close(self) -> None:
@@ -377,7 +381,7 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
     configure(settings.compute)  # one BLAS thread per product: requests run beside each other
     server = settings.server
     holder = EngineHolder(settings)
-    limiter = WorkLimiter(server)
+    limiter = WorkLimiter(server, settings.answer_timeout_s)
     cache = QueryCache(settings.cache) if settings.cache.enabled else None
     metrics = ApiMetrics()
     serving = ServingCollector(lambda: holder.engine, cache, Path(settings.data_dir), shared_metrics_dir())
@@ -529,8 +533,8 @@ def create_app(settings: StrataSettings | None = None) -> FastAPI:
             return bytes(body)
 
         if request.stream:
-            return await sse.stream_answer(lambda on_delta: limiter.run(lambda: work(on_delta)), keep)
-        answer = await limiter.run(work)
+            return await sse.stream_answer(lambda on_delta: limiter.run(lambda: work(on_delta), answer=True), keep)
+        answer = await limiter.run(work, answer=True)
         if cache is None:
             return answer
         return Response(keep(answer), media_type="application/json")

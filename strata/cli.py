@@ -104,7 +104,11 @@ def cmd_status(args: argparse.Namespace) -> int:
                    "until the next `strata index` names it again")
     elif current is None and ws.numbers():
         problem = "CURRENT names no generation and no generation is intact; run `strata index FOLDER` to rebuild one"
+    from extraction.fingerprint import fingerprint_of
+    from strata.extractor_record import extractor_status
+
     info = {"data_dir": str(settings.data_dir), "store": settings.store.backend, "mode": settings.llm_mode,
+            "extractor": extractor_status(ws, fingerprint_of(settings)),
             "index_generation": current.number if current else None,
             "generation_created_at": manifest.get("created_at"), "generations_kept": ws.numbers(),
             "generation_problem": problem,
@@ -116,7 +120,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     table = Table(title=f"strata status — {info['data_dir']}", show_header=False)
     table.add_column("what")
     table.add_column("value")
-    for key in ("store", "mode"):
+    for key in ("store", "mode", "extractor"):
         table.add_row(key, str(info[key]))
     table.add_row("index generation", f"{info['index_generation']} (published {info['generation_created_at']})"
                   if info["index_generation"] else "none published yet: run `strata index FOLDER`")
@@ -381,7 +385,7 @@ def explain(exc: BaseException) -> tuple[str, str, int]:
     kind = type(exc).__name__
     if kind in ("IndexLockedError",):
         return "busy", str(exc), EXIT_ERROR
-    if kind == "UnfinishedRunError":
+    if kind in ("UnfinishedRunError", "BgeUnavailableError", "E5UnavailableError"):  # these name their fix
         return "error", str(exc), EXIT_ERROR
     if kind in ("LLMError", "ModelUnavailableError"):
         return "error", f"{exc}; check STRATA_LLM__BASE_URL / STRATA_LLM__API_KEY or the embedder setting", EXIT_ERROR

@@ -20,6 +20,7 @@ from core.settings import StrataSettings
 from retrieval.answer import Answer, global_answer, local_answer
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.index import ChunkIndex, SearchOutcome
+from retrieval.graph_fusion import with_graph_seeds
 from retrieval.both import both_sides_answer
 from retrieval.router import EntityLexicon, Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
@@ -180,10 +181,7 @@ class Engine:
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=bool(snap.reports))
         if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from
-            seeds = snap.index.graph_walk.link(question).names
-            if seeds:
-                reason = "the graph walk starts from the entities it names: " + ", ".join(seeds[:5])
-                decision = replace(decision, graph_seeds=seeds, reasons=(*decision.reasons, reason))
+            decision = with_graph_seeds(decision, snap.index, question)
         if (self.mode == "llm" and snap.reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
             from retrieval.router_llm import llm_route

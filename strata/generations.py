@@ -1,7 +1,7 @@
 """Writing and reading index generations: the query side's whole state, published at once.
 
-A generation holds the chunk index, the entity lexicon, the communities, the entity signatures the next
-incremental run starts from, and a snapshot of the reports. The engine answers from one generation, so an
+A generation holds the chunk index (with the entity vectors beside the chunk vectors), the entity lexicon, the
+communities, the entity signatures the next incremental run starts from, and a snapshot of the reports. The engine answers from one generation, so an
 answer never mixes reports from a graph half-way through a rewrite, and answering needs no graph store. Its
 manifest lists every file's size and digest; a generation is checked against it before it is loaded, trusted as
 the state the next run starts from, or taken as proof that a run changed nothing (:mod:`strata.integrity`).
@@ -24,6 +24,7 @@ from core.disk import disk_full, is_disk_full
 from core.records import Community, Entity, GraphSnapshot, Relation, Report, stable_hash
 from core.settings import StrataSettings
 from core.store.codec import report_from_row, report_row
+from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
 from retrieval.graph_walk import walk_for_index, walk_params
 from retrieval.router import EntityLexicon, KnownEntity
@@ -72,7 +73,23 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
     graph += [(r.id, r.source_id, r.target_id, r.description, r.chunk_ids) for r in snapshot.relations]
     parts = [json.dumps(index._signature(), sort_keys=True), json.dumps(rows), json.dumps(graph),
              communities_to_json(communities)]
+    if index.embeds_entities:  # a generation without entity vectors (an older version's) is republished
+        parts.append(entity_vectors.RECIPE)
     return stable_hash(*parts, size=16)
+
+
+def write_entity_vectors(index: ChunkIndex, snapshot: GraphSnapshot, folder: Path) -> int:
+    """Embed the entities the index's chunks mention (vectors of unchanged entities from the vector cache) and
+    write them into ``folder`` (the staged index folder). Returns how many were written."""
+    if not index.embeds_entities:
+        return 0
+    from core.threads import blas_limit
+
+    entities = [e for e in snapshot.entities if any(c in index.by_id for c in e.chunk_ids)]
+    with blas_limit():
+        vectors = entity_vectors.compute(entities, index.embedder, index.vector_cache)
+    entity_vectors.save(vectors, folder)
+    return len(vectors.ids)
 
 
 def reports_digest(base: str, reports: Sequence[Report]) -> str:
@@ -118,6 +135,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
     number = next_number(ws)
     with _staging(ws, number) as staged:
         index.save(staged / "index")
+        write_entity_vectors(index, snapshot, staged / "index")
         step()
         lexicon_from(snapshot, len(index)).save(staged / "entities.json")
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
@@ -234,6 +252,10 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         if (paths.root / "graph.json").exists():  # the graph walk's matrices, built once per generation
             with _reading(paths, "graph.json"):
                 index.graph_walk = walk_for_index(snap.graph(), index, walk_params(settings.retrieval))
+            with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
+                vectors = entity_vectors.load(paths.index_dir, index.embedder.name if index.embedder else None)
+                if vectors is not None:
+                    index.graph_walk.attach_vectors(vectors)
     except BaseException:
         index.close()
         raise

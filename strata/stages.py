@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
 from extraction.chunking import chunk_document
+from extraction.fingerprint import ExtractorFingerprint, fingerprint_of
 from extraction.ledger import ChunkFailure, FailureLedger
 from extraction.loader import LoadResult
 from extraction.offline import OfflineExtractor
@@ -34,6 +36,7 @@ from extraction.resolution import resolve
 from extraction.titles import with_titles
 from extraction.types import ExtractionResult, Extractor
 from retrieval.index import ChunkIndex
+from strata.extractor_record import change_note, record_extractor, recorded_extractor
 from strata.generations import open_index, previous_state, write_generation
 from strata.jsonlog import append_jsonl
 from strata.runmetrics import record_index_run, timed_stage
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str, int, int | None], None]
 
 REPORTS_LEDGER_ID = "(community reports)"
+log = logging.getLogger("strata.index")
 
 
 def no_progress(stage: str, advance: int, total: int | None) -> None:
@@ -88,6 +92,8 @@ class IndexRun:
     seconds: float = 0.0
     started_at: str = ""
     stage_seconds: dict[str, float] = field(default_factory=dict)  # seconds per stage (a batched stage summed)
+    extractor: str = ""  # the extractor's fingerprint, as told (extraction/fingerprint.py)
+    extractor_change: str = ""  # the line said when it differs from the one the workspace recorded
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,11 +127,13 @@ def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chu
     return ExtractiveReportWriter(settings.communities, {c.id: c for c in chunks}, idf)
 
 
-def revision(doc: Document) -> str:
-    """What a stored document was made from: its text, its source and its metadata. A document whose rows
-    moved in a .jsonl (its line changed) or whose front matter changed is indexed again; unchanged chunks cost
-    no embedding (vector cache) and no LLM call (response cache)."""
-    return stable_hash(doc.content_hash, doc.source, json.dumps(doc.metadata, sort_keys=True, default=str), size=16)
+def revision(doc: Document, extractor: str) -> str:
+    """What a stored document was made from: its text, its source, its metadata and the extractor (the digest of
+    its fingerprint, extraction/fingerprint.py). A document whose rows moved in a .jsonl (its line changed),
+    whose front matter changed, or that another extractor extracted is indexed again; unchanged chunks cost no
+    embedding (vector cache) and no LLM call for an unchanged prompt (response cache)."""
+    return stable_hash(doc.content_hash, doc.source, json.dumps(doc.metadata, sort_keys=True, default=str), extractor,
+                       size=16)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,15 +145,15 @@ class ChangeSet:
 
 
 def diff_documents(loaded: LoadResult, stored: dict[str, str], prune: bool, full: bool = False,
-                   sources: dict[str, str] | None = None) -> ChangeSet:
-    """Compare loaded documents with the store's revisions. Documents that failed to load, and every stored
-    document from a file that failed to load (by the stored ``sources``), are kept as they are (never deleted);
-    with ``full`` every loaded document counts as changed."""
+                   sources: dict[str, str] | None = None, *, extractor: str) -> ChangeSet:
+    """Compare loaded documents with the store's revisions (made with the ``extractor`` digest). Documents that
+    failed to load, and every stored document from a file that failed to load (by the stored ``sources``), are
+    kept as they are (never deleted); with ``full`` every loaded document counts as changed."""
     new, changed, unchanged = [], [], []
     for d in loaded.documents:
         if d.id not in stored:
             new.append(d)
-        elif full or stored[d.id] != revision(d):
+        elif full or stored[d.id] != revision(d, extractor):
             changed.append(d)
         else:
             unchanged.append(d.id)
@@ -188,6 +196,8 @@ class IndexSession:
     own_store: bool
     started: float
     lock: RunLock
+    fingerprint: ExtractorFingerprint  # the extractor of this run
+    recorded: ExtractorFingerprint | None  # the one the workspace recorded before this run (None: none)
     recovering: bool = False
     full: bool = False
     index: ChunkIndex | None = None
@@ -235,21 +245,29 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
     recovering = ws.pending_path.exists()
     # From here until a generation is published, a crash leaves the marker behind.
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    fingerprint = fingerprint_of(settings)
     run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
                    empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
-                   started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                   started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), extractor=fingerprint.label())
     return IndexSession(settings, ws, store, client, ledger, extractor, run, progress, own_store, time.perf_counter(),
-                        lock, recovering, full)
+                        lock, fingerprint, recorded_extractor(ws), recovering, full)
 
 
 @timed_stage("plan")
 def stage_plan(session: IndexSession, loaded: LoadResult, prune: bool) -> ChangeSet:
-    """Compare the folder with the store: new, changed, deleted and unchanged documents."""
+    """Compare the folder with the store: new, changed, deleted and unchanged documents. A document extracted by
+    another extractor than this run's counts as changed; when the workspace recorded another one, one line says
+    so (and how many documents that sends back to extraction)."""
     store = session.store
-    changes = diff_documents(loaded, store.document_hashes(), prune, session.full, store.document_sources())
+    changes = diff_documents(loaded, store.document_hashes(), prune, session.full, store.document_sources(),
+                             extractor=session.fingerprint.digest)
     r = session.run
     r.new, r.changed, r.deleted, r.unchanged = len(changes.new), len(changes.changed), len(changes.deleted), len(changes.unchanged)
+    note = change_note(session.recorded, session.fingerprint, len(changes.changed), len(changes.unchanged))
+    if note is not None:
+        r.extractor_change = note
+        log.warning("%s", note)
     if session.client is not None:
         from extraction.estimate import estimate_documents
 
@@ -331,7 +349,7 @@ def store_batch(session: IndexSession, batch: Batch, result: ExtractionResult,
             failed += len(doc_failures)
         else:
             ledger.clear_document(doc.id)
-            store.upsert_documents([replace(doc, content_hash=revision(doc))])
+            store.upsert_documents([replace(doc, content_hash=revision(doc, session.fingerprint.digest))])
         done += len(chunks)
         # Each document stored is told (with no advance when the extraction has counted its chunks already).
         session.progress("extract", 0 if counted else len(chunks), None)
@@ -396,9 +414,10 @@ def cached_embedder(settings: StrataSettings) -> Any:
     from retrieval.embed import make_embedder
 
     r = settings.retrieval
-    key = json.dumps([r.embedder, r.hashing_dim, r.embedding_model, r.embedding_dim])
+    key = json.dumps([r.embedder, r.hashing_dim, r.embedding_model, r.embedding_dim, str(r.model_cache)])
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = make_embedder(r.embedder, r.hashing_dim, settings.llm, r.embedding_model, r.embedding_dim)
+        _EMBEDDERS[key] = make_embedder(r.embedder, r.hashing_dim, settings.llm, r.embedding_model, r.embedding_dim,
+                                        r.model_cache)
     return _EMBEDDERS[key]
 
 
@@ -629,6 +648,7 @@ def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: S
                                                      session.store.reports(), info,
                                                      session.settings.index.keep_generations,
                                                      step=lambda: session.progress("publish", 1, 3))
+    record_extractor(ws, session.fingerprint)  # every document this run kept is extracted by it (or marked changed)
     ws.pending_path.unlink(missing_ok=True)
     run.stage_seconds["publish"] = round(time.perf_counter() - publish_started, 3)
     run.seconds = round(time.perf_counter() - session.started, 3)

@@ -25,7 +25,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Iterator
+
+import pytest
 
 _IDENT = re.compile(r"\b(?:[A-Z][A-Za-z0-9]+(?:[ -][A-Z][A-Za-z0-9]+)*|[a-z]+(?:[_-][a-z0-9]+)+|HTTP \d{3})\b")
 _STOP = {"The", "A", "An", "It", "When", "If", "On", "In", "Follow", "Most", "Both", "Each", "This", "These", "Long", "Invoices"}
@@ -272,3 +274,22 @@ class FakeLLMServer:
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         return [h["body"] for h in self.state.history if h["path"].endswith("/chat/completions")]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeLLMServer]:
+    """One scripted server for a test module (import this fixture, and ``fresh_server`` to reset it per test)."""
+    s = FakeLLMServer().start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def fresh_server(server: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    """The module's server with its script, faults and records reset, and the client's per-process memory of
+    which response formats endpoints accept cleared, so each test starts from the same state."""
+    from extraction import llm_client
+
+    server.reset()
+    llm_client._KNOWN_FORMS.clear()
+    yield server

@@ -14,20 +14,12 @@ from strata.pipeline import index_folder
 from core.settings import LLMSettings, StrataSettings
 from core.store import open_store
 from tests.conftest import ROOT
-from tests.llm_server import FakeLLMServer, Fault
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = FakeLLMServer().start()
-    yield s
-    s.stop()
+from tests.llm_server import FakeLLMServer, Fault, server, fresh_server  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(autouse=True)
-def _fresh(server: FakeLLMServer):
-    server.reset()
-    yield
+def _fresh(fresh_server: FakeLLMServer) -> None:
+    """Each test starts from a reset server (tests/llm_server.py)."""
 
 
 def llm_settings(server: FakeLLMServer, tmp: Path, **llm) -> StrataSettings:

@@ -24,23 +24,12 @@ from prompts import load_prompt
 from strata.engine import Engine
 from strata.pipeline import index_folder
 from tests.conftest import ROOT
-from tests.llm_server import FakeLLMServer, Fault
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = FakeLLMServer().start()
-    yield s
-    s.stop()
+from tests.llm_server import FakeLLMServer, Fault, server, fresh_server  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(autouse=True)
-def _fresh(server: FakeLLMServer):
-    from extraction import llm_client
-
-    server.reset()
-    llm_client._KNOWN_FORMS.clear()  # the forms endpoints were found to accept, remembered per process
-    yield
+def _fresh(fresh_server: FakeLLMServer) -> None:
+    """Each test starts from a reset server (tests/llm_server.py)."""
 
 
 def client_for(server: FakeLLMServer, cache: Path | None = None, **kw) -> LLMClient:
@@ -302,3 +291,31 @@ def test_run_metrics_count_the_path_of_structured_answers(server: FakeLLMServer,
     assert run.llm_usage["extract"]["schema_valid"] == run.chunks_extracted - 1
     prom = (settings.data_dir / "metrics" / "index.prom").read_text()
     assert 'strata_index_run_llm_answers{path="repaired",stage="extract"} 1.0' in prom
+
+
+def test_llama_cpp_form_asks_for_bounded_lists_and_strings_and_openai_form_does_not(server: FakeLLMServer) -> None:
+    from extraction.llm_extractor import payload_schema
+
+    def bounds(node):  # every length bound in a schema
+        if isinstance(node, dict):
+            yield from ((k, v) for k, v in node.items() if k in ("maxItems", "maxLength"))
+            for v in node.values():
+                yield from bounds(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from bounds(v)
+
+    schema = payload_schema(800)
+    server.enqueue(Fault(content=GOOD))
+    client_for(server, structured_output="json_object_schema").complete_json("extract", ASK, schema)
+    sent = server.chat_requests[-1]["response_format"]["schema"]
+    assert sent["properties"]["entities"]["maxItems"] == sent["properties"]["relationships"]["maxItems"] == 13
+    assert sent["properties"]["entities"]["items"]["properties"]["description"]["maxLength"] == 200
+    # OpenAI's strict mode refuses string bounds: its form carries none, and the cache key is the same.
+    server.enqueue(Fault(content=GOOD))
+    client_for(server).complete_json("extract", ASK, schema)
+    assert not list(bounds(server.chat_requests[-1]["response_format"]["json_schema"]["schema"]))
+    # A long answer from an endpoint that ignores the bounds is still accepted.
+    many = json.dumps({"entities": [{"name": f"E{i}", "type": "service", "description": "x" * 400} for i in range(20)],
+                       "relationships": []})
+    assert len(parse_json_object(many, schema).entities) == 20

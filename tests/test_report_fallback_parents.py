@@ -15,15 +15,8 @@ import pytest
 import tests.llm_server as llm_server
 from core.store import open_store
 from strata.pipeline import index_folder
-from tests.llm_server import FakeLLMServer, Fault
+from tests.llm_server import FakeLLMServer, Fault, server  # noqa: F401 (fixtures)
 from tests.test_llm import llm_settings
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = FakeLLMServer().start()
-    yield s
-    s.stop()
 
 
 def _answer_from_children(default):  # type: ignore[no-untyped-def]

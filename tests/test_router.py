@@ -19,7 +19,7 @@ from retrieval.router import EntityLexicon, KnownEntity, Router, route_question
 from retrieval.router_llm import llm_route
 from retrieval.router_model import EVIDENCE_FEATURES, WEIGHTS_PATH, RouterWeights, gather_evidence
 from tests.conftest import ROOT
-from tests.llm_server import FakeLLMServer, Fault
+from tests.llm_server import FakeLLMServer, Fault, server  # noqa: F401 (fixtures)
 
 LEX = EntityLexicon([KnownEntity("Jordan Hayes", "name", 3), KnownEntity("Alex Mercer", "name", 15),
                      KnownEntity("billing-service", "service", 2)], total_chunks=18)
@@ -215,13 +215,6 @@ def test_low_confidence_answers_from_both_sides_with_labels(indexed: StrataSetti
         assert 0.0 <= answer.to_dict()["route"]["confidence"] <= 1.0  # type: ignore[index]
     finally:
         engine.close()
-
-
-@pytest.fixture(scope="module")
-def server():  # type: ignore[no-untyped-def]
-    s = FakeLLMServer().start()
-    yield s
-    s.stop()
 
 
 def _client(server: FakeLLMServer, tmp: Path) -> LLMClient:

@@ -1,0 +1,94 @@
+"""Entity vectors: each entity of a generation embedded by the index's embedder, so that a question can be linked
+to the entities it means but does not spell as the lexicon does (:meth:`retrieval.graph_walk.GraphWalk.link`).
+
+- **text**: the entity's name, followed by the first words of its description (``DESCRIPTION_WORDS``), which
+  tells apart entities whose names alone say little ("IEEE Transactions");
+- **cache**: vectors are kept in the workspace's vector cache under a hash of the recipe and the text, so an
+  incremental run embeds only new or changed entities;
+- **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity) and
+  ``index/entity_vectors.json`` (the entity ids in row order, the embedder's name and the recipe), written
+  beside the chunk vectors when a generation is published and read when it loads. A generation published
+  before entity vectors existed has neither file; its walk links by names alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from core.records import Entity, stable_hash
+
+DESCRIPTION_WORDS = 12  # words of the description after the name
+RECIPE = f"name+description{DESCRIPTION_WORDS}"
+MATRIX_FILE, META_FILE = "entity_vectors.npy", "entity_vectors.json"
+
+
+@dataclass(frozen=True)
+class EntityVectors:
+    """Unit-length vectors of entities (row i: ``ids[i]``) made by the embedder ``embedder``."""
+
+    ids: tuple[str, ...]
+    matrix: np.ndarray
+    embedder: str
+    recipe: str = RECIPE
+
+
+def entity_text(entity: Entity, words: int = DESCRIPTION_WORDS) -> str:
+    """What an entity's vector embeds: its name, and the first ``words`` words of its description when it says
+    more than the name."""
+    desc = " ".join(entity.description.split()[:words]) if words > 0 else ""
+    return f"{entity.name}: {desc}" if desc and desc != entity.name else entity.name
+
+
+def _unit(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
+def compute(entities: Sequence[Entity], embedder: Any, cache: Any = None, batch: int = 256) -> EntityVectors:
+    """The vectors of ``entities`` by ``embedder`` (texts already in ``cache``, a
+    :class:`~retrieval.vector_cache.VectorCache`, are not embedded again)."""
+    texts = [entity_text(e) for e in entities]
+    keys = [stable_hash("entity", RECIPE, t, size=12) for t in texts]
+    found: dict[str, np.ndarray] = cache.get_many(embedder.name, keys, embedder.dim) if cache is not None else {}
+    todo = list(dict.fromkeys(k for k in keys if k not in found))
+    text_of = dict(zip(keys, texts))
+    fresh: dict[str, np.ndarray] = {}
+    for start in range(0, len(todo), batch):
+        part = todo[start:start + batch]
+        for k, v in zip(part, embedder.embed([text_of[k] for k in part])):
+            fresh[k] = np.asarray(v, np.float32)
+    if fresh and cache is not None:
+        cache.put_many(embedder.name, fresh)
+    found.update(fresh)
+    matrix = (np.stack([found[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32))
+    return EntityVectors(tuple(e.id for e in entities), _unit(matrix), embedder.name)
+
+
+def save(vectors: EntityVectors, folder: Path) -> None:
+    """Write ``vectors`` into ``folder`` (a generation's index folder)."""
+    np.save(folder / MATRIX_FILE, vectors.matrix.astype(np.float32), allow_pickle=False)
+    (folder / META_FILE).write_text(json.dumps({"embedder": vectors.embedder, "recipe": vectors.recipe,
+                                                "ids": list(vectors.ids)}), encoding="utf-8")
+
+
+def load(folder: Path, embedder: str | None) -> EntityVectors | None:
+    """The entity vectors in ``folder``, or None when it has none (published by an older version) or they were
+    made by another embedder than ``embedder`` (the question's vector would not compare with them). Files that
+    do not fit together raise ValueError."""
+    meta_path, matrix_path = folder / META_FILE, folder / MATRIX_FILE
+    if not meta_path.exists() or not matrix_path.exists() or embedder is None:
+        return None
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("embedder") != embedder:
+        return None
+    matrix = np.load(matrix_path, allow_pickle=False)
+    ids = tuple(meta["ids"])
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ValueError(f"{matrix_path.name} holds {matrix.shape[0] if matrix.ndim else 0} rows for {len(ids)} "
+                         "entity ids")
+    return EntityVectors(ids, matrix.astype(np.float32, copy=False), meta["embedder"], meta.get("recipe", ""))

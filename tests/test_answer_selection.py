@@ -1,0 +1,172 @@
+"""What a local answer quotes, beyond single passages: one MMR for every selection (a start set and a
+near-duplicate cutoff), sentences not cut at abbreviations, link-only lines that are no answer, the second hop
+read in the passage the chain leads to, and a question about the whole corpus answered by its broadest
+communities."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from communities.sentences import mmr, whole_sentences
+from core.records import Chunk
+from core.settings import RetrievalSettings
+from extraction.chunking import chunk_id
+from retrieval.answer_units import answer_units, link_only
+from retrieval.index import ChunkIndex
+
+
+def _chunk(doc: str, text: str) -> Chunk:
+    return Chunk(chunk_id(doc, 0), doc, 0, text, 0, len(text), len(text.split()), doc, f"{doc}-0")
+
+
+def _index(chunks: list[Chunk]) -> ChunkIndex:
+    index = ChunkIndex(RetrievalSettings(embedder="hashing"))  # type: ignore[arg-type]
+    index.add(chunks)
+    return index
+
+
+def test_mmr_starts_from_a_chosen_set_and_never_adds_a_near_duplicate() -> None:
+    sim = np.array([[1.0, 0.97, 0.2, 0.1],
+                    [0.97, 1.0, 0.2, 0.1],
+                    [0.2, 0.2, 1.0, 0.3],
+                    [0.1, 0.1, 0.3, 1.0]])
+    scores = [0.9, 1.0, 0.5, 0.2]
+    eligible = [True, True, True, False]
+    # The start set is kept first, in its order, even an item that is not eligible itself.
+    assert mmr(scores, sim, 3, lam=0.75, eligible=eligible, start=[3, 0], max_similarity=0.95)[:2] == [3, 0]
+    # Item 1 is the best score but 0.97 like item 0: the same point again is never added.
+    assert mmr(scores, sim, 3, lam=0.75, eligible=eligible, start=[0], max_similarity=0.95) == [0, 2]
+    # Without the cutoff the penalty alone decides, as before.
+    assert mmr(scores, sim, 3, lam=0.75, eligible=eligible, start=[0]) == [0, 1, 2]
+    # At most k, start set included; an empty start is plain MMR.
+    assert mmr(scores, sim, 1, start=[2, 0]) == [2]
+    assert mmr(scores, sim, 2, lam=0.75, eligible=eligible) == mmr(scores, sim, 2, lam=0.75, eligible=eligible, start=())
+
+
+def test_a_sentence_is_not_cut_at_an_abbreviation_followed_by_a_lower_case_word() -> None:
+    text = ("In Indiana, alcohol may be sold only to those 21 years of age or older during the hours 7 a.m. to 3 a.m. "
+            "Sales on Sunday were allowed in 2018.\n- first item ends here.\n- second item follows it.\nTail text.")
+    quoted = [text[s:e] for s, e in whole_sentences(text, True)]
+    assert quoted[0] == text[:text.index(" Sales")]  # "... during the hours 7 a.m. to 3 a.m.", one sentence
+    assert "Sales on Sunday were allowed in 2018." in quoted
+    assert "first item ends here." in quoted and "second item follows it." in quoted  # list items stay apart
+
+
+def test_a_line_that_only_points_at_a_link_is_no_unit() -> None:
+    text = ("# Pool\n\nA pool of clients to the same upstream.\n\n"
+            "Implements [`Dispatcher.close([callback])`](Dispatcher.md#dispatcherclosecallback-promise).\n\n"
+            "Use [Agent](Agent.md) to pool connections across many origins.\n")
+    units = [u.text for u in answer_units("pool.md#0000", text, True)]
+    assert not any(u.startswith("Implements") for u in units), units
+    assert "Use [Agent](Agent.md) to pool connections across many origins." in units
+    assert link_only("Implements [Client.closed](Client.md#clientclosed).")
+    assert not link_only("李白是唐朝著名的诗人。")  # no link: not a pointer, whatever its script
+
+
+def test_the_second_hop_is_read_in_the_passage_about_what_the_bridge_names() -> None:
+    """"In what county is the city where Harris Fawell was born?": the bridge sentence names Wheaton, and the
+    answer is on the Wheaton page, which the first search already found (so no second search adds it). The
+    Harris County page shares more of the question's words and must not take the second hop's place."""
+    from retrieval.answer import local_answer
+    from retrieval.router import forced
+
+    index = _index([
+        _chunk("fawell.md", "Harris Fawell\nHarris Fawell was born in Wheaton and grew up there. Harris Fawell served "
+                            "in the House for many years. He retired from politics in 1999 after seven terms."),
+        _chunk("harris_county.md", "Harris County\nHarris County is the county where many people in the city of "
+                                   "Houston were born. Its courthouse stands downtown near the bayou. The county "
+                                   "runs a large flood control district."),
+        _chunk("wheaton.md", "Wheaton\nWheaton is the seat of DuPage County in Illinois. It lies west of Chicago on "
+                             "the old railroad line. The town hosts a college founded by abolitionists."),
+    ])
+    answer = local_answer("In what county is the city where Harris Fawell was born?", forced("local"), index, 8, 2)
+    texts = [p.text for p in answer.points]
+    assert texts == ["Harris Fawell was born in Wheaton and grew up there.",
+                     "Wheaton is the seat of DuPage County in Illinois."], texts
+
+
+def _report(cid: str, title: str, chunks: list[Chunk], members: int) -> "Report":
+    import json
+
+    from core.records import Finding, Report
+
+    findings = []
+    for c in chunks[:2]:
+        end = c.text.index(".") + 1
+        findings.append(Finding(c.text[:end], (c.id,), 0, end))
+    inputs = {"entities": {f"{cid}_e{i}": "h" for i in range(members)}, "relations": {},
+              "chunks": {c.id: c.content_hash for c in chunks}}
+    return Report(cid, 0, title, f"{title}.", tuple(findings), 4.0, cid, "offline", "", "",
+                  inputs=json.dumps(inputs))
+
+
+def test_a_question_about_the_whole_corpus_is_answered_by_its_broadest_communities() -> None:
+    """"What are the main topics these docs cover?" names nothing in the corpus: the page about the docs' own
+    link syntax shares its words ("topics", "docs", "cover") but is a minor community; the answer leads with the
+    communities that span most of the corpus."""
+    from retrieval.answer import global_answer
+    from retrieval.router import forced
+
+    requests = [_chunk(f"req{i}.md", f"Request number {i} is sent by the client through a dispatcher. The pool "
+                                     f"keeps connections open for reuse.") for i in range(6)]
+    mocks = [_chunk(f"mock{i}.md", f"A mock agent number {i} intercepts requests made in tests. Replies are defined "
+                                   f"per path.") for i in range(4)]
+    minor = [_chunk("links.md", "These docs cover topics with links written as main topics pages. Each link "
+                                "points at a page.")]
+    reports = [_report("c_links", "Link syntax", minor, 2), _report("c_req", "Client requests", requests, 30),
+               _report("c_mock", "Mocking requests", mocks, 12)]
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(requests + mocks + minor)
+    answer = global_answer("What are the main topics these docs cover?", forced("global"), reports, index, None, 8, 4)
+    assert answer.covered and answer.report_ids[:2] == ("c_req", "c_mock"), answer.text
+    # A question that names something is still answered by what matches it.
+    named = global_answer("Which pages describe link syntax?", forced("global"), reports, index, None, 8, 4)
+    assert named.report_ids[0] == "c_links", named.text
+
+
+def test_an_item_of_a_list_too_long_to_quote_whole_is_one_unit() -> None:
+    """An options list longer than a quotable block: each option (its name, type, default and what it does) is
+    one unit, not a name line and a sentence that no longer says which option it is about."""
+    items = [f"* **option{i}** `number` (optional) - Default: `{i}`. Sets how many things number {i} may hold at "
+             f"once before the client waits for a free slot." for i in range(14)]
+    items.insert(7, "* **allowH2**: `boolean` - Default: `false`. Enables support for H2 if the server has assigned "
+                    "bigger priority to it through ALPN negotiation.")
+    text = "# Client\n\n## Parameter: `ClientOptions`\n\n" + "\n".join(items) + "\n\nThat is all.\n"
+    units = answer_units("client.md#0000", text, True)
+    h2 = [u for u in units if "allowH2" in u.text]
+    assert len(h2) == 1 and h2[0].text.endswith("through ALPN negotiation."), [u.text for u in units]
+    assert h2[0].text.startswith("**allowH2**") and h2[0].heading == "Parameter: `ClientOptions`"
+    assert not any(u.text.startswith("Enables support") for u in units)
+    assert text[h2[0].start:h2[0].end] == h2[0].text
+
+
+def test_a_chunk_that_cuts_code_blocks_at_both_ends_holds_no_fake_block_between_them() -> None:
+    """The window opens inside one code block and ends inside the next: the closing fence at the start and the
+    opening fence at the end are not one block around the heading and sentence between them."""
+    text = ("  retry: true\n})\n```\n\n### `Dispatcher.compose(interceptors)`\n\nCompose a new dispatcher from the "
+            "current dispatcher and the given interceptors.\n\n```js\nconst { Client } = require('undici')\n")
+    units = answer_units("d.md#0029", text, at_document_start=False)
+    assert not any(u.kind == "code" or "```" in u.text for u in units), units
+
+
+def test_a_what_is_question_quotes_the_definition_on_the_page_titled_by_the_term() -> None:
+    """"What is a Dispatcher?": pages that name the Dispatcher in passing (and many times) rank above its own
+    page; the answer is the sentence whose subject is the term, on the page titled by it, not a link line."""
+    from retrieval.answer import local_answer
+    from retrieval.answer_select import asked_term
+    from retrieval.router import forced
+
+    others = [_chunk(f"docs/{name}.md", f"# {name}\n\nImplements [`Dispatcher.dispatch()`](Dispatcher.md#dispatch).\n\n"
+                                        f"The {name} dispatcher hands each request to a Dispatcher; a Dispatcher "
+                                        f"dispatcher pair forwards it to the next Dispatcher.\n")
+              for name in ("Pool", "Agent", "Client", "BalancedPool", "ProxyAgent", "RetryAgent")]
+    page = _chunk("docs/Dispatcher.md", "# Dispatcher\n\nExtends: `events.EventEmitter`\n\nDispatcher is the core API "
+                                        "used to dispatch requests.\n\nRequests are not guaranteed to be dispatched "
+                                        "in order of invocation.\n\n## Instance Methods\n\nThere are several methods "
+                                        "described below, each with examples and options.\n")
+    index = _index(others + [page])
+    answer = local_answer("What is a Dispatcher?", forced("local"), index, 4, 2)
+    assert answer.points and answer.points[0].text == "Dispatcher is the core API used to dispatch requests.", answer.text
+    assert not any(p.text.startswith("Implements") for p in answer.points)
+    assert asked_term("What is the population of Kansas?") is None  # a value, not a term
+    assert asked_term("Co to jest licznik?") == "licznik" and asked_term("调度器是什么？") == "调度器"

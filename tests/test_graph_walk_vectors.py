@@ -1,0 +1,164 @@
+"""Linking a question to entities by its vector (retrieval/entity_vectors.py, GraphWalk.link_vectors): a question
+that names an entity only in other words still seeds the walk and reaches the passage beyond it; the entity
+vectors are written into the generation, reused from the cache for unchanged entities, and a generation
+without them (an older version's) loads and links by names alone, as `strata route` says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.records import Entity
+from core.settings import StrataSettings
+from retrieval import entity_vectors
+from retrieval.embed import minilm_available
+from retrieval.graph_fusion import default_weight
+from retrieval.graph_walk import Link, Seed
+from retrieval.vector_cache import VectorCache
+from tests.test_graph_walk import CORPUS, FIRST_HOP, SECOND_HOP, ids, write_corpus
+
+# Names the journal only by what it is about: no span of it is an entity's name.
+PARAPHRASE = "which city is home to the society that publishes the quantum gardening periodical"
+
+needs_minilm = pytest.mark.skipif(not minilm_available(), reason="MiniLM weights are part of the CI image")
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> StrataSettings:
+    """MiniLM (the suite's default hashing embedder reads spelling, not meaning: it gets no entity vectors)."""
+    return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"}, retrieval={"embedder": "minilm"})
+
+
+@pytest.fixture
+def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    eng = Engine(settings)
+    yield eng
+    eng.close()
+
+
+@needs_minilm
+def test_a_paraphrased_entity_seeds_the_walk_by_vector(engine) -> None:  # type: ignore[no-untyped-def]
+    index = engine.index
+    walk = index.graph_walk
+    assert walk.entity_vectors is not None and walk.vector_embedder == index.embedder.name
+    assert not walk.link(PARAPHRASE).seeds  # by names alone, nothing
+    link = index.graph_link(PARAPHRASE)
+    assert link.seeds and link.by_vector[0] == "Journal of Quantum Gardening" and not link.by_name
+    seed = next(s for s in link.seeds if s.name == "Journal of Quantum Gardening")
+    assert seed.by == "vector" and seed.similarity >= walk.params.vector_threshold
+    # The walk from the vector seed reaches the society's passage, which shares no word with the question's
+    # entity: the graph list ranks both hops first.
+    alone = index.search_detailed(PARAPHRASE, 3, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0,
+                                  fusion="rrf")
+    assert ids(alone.hits)[:2] == [FIRST_HOP, SECOND_HOP]
+    assert "Journal of Quantum Gardening" in alone.graph_vector_seeds
+    # The route names the seed and says it was linked by vector (strata route --json, ask --json).
+    decision = engine.route(PARAPHRASE).to_dict()
+    assert "Journal of Quantum Gardening" in decision["graph_vector_seeds"]
+    assert any("linked by vector" in r for r in decision["reasons"])
+
+
+@needs_minilm
+def test_the_question_is_embedded_once(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    index = engine.index
+    calls: list[str] = []
+    inner = index.dense.query_vector
+
+    def counting(text: str) -> np.ndarray:
+        calls.append(text)
+        return inner(text)
+
+    monkeypatch.setattr(index.dense, "query_vector", counting)
+    index.search_detailed(PARAPHRASE, 3, graph_weight=1.0)
+    assert calls == [PARAPHRASE]
+    calls.clear()
+    index.search_detailed(PARAPHRASE, 3, dense_weight=0.0, sparse_weight=1.0, graph_weight=1.0, fusion="rrf")
+    assert calls == [PARAPHRASE]  # the dense list did not run: embedded for the walk alone
+    calls.clear()
+    index.search_detailed(PARAPHRASE, 3, dense_weight=0.0, sparse_weight=1.0, graph_weight=0.0, fusion="rrf")
+    assert calls == []  # no walk, no vector
+
+
+def test_vector_links_alone_give_the_graph_weight_only_when_strong() -> None:
+    named = Link((Seed("a", "A", "A", 1.0),))
+    weak = Link((Seed("b", "B", "B", 1.0, "vector", 0.65),))
+    strong = Link((Seed("b", "B", "B", 1.0, "vector", 0.85),))
+    assert default_weight(named, 1.0, 0.8) == 1.0
+    assert default_weight(weak, 1.0, 0.8) == 0.0
+    assert default_weight(strong, 1.0, 0.8) == 1.0
+    assert default_weight(Link(()), 1.0, 0.8) == 0.0
+
+
+@needs_minilm
+def test_an_old_generation_without_entity_vectors_loads_and_links_by_names(settings: StrataSettings,
+                                                                           tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+    from strata.workspace import Workspace
+    from tests.test_graph_walk import QUESTION
+
+    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    current = Workspace(settings.data_dir).current()
+    assert (current.index_dir / entity_vectors.MATRIX_FILE).exists()
+    # As an older version published it: no entity vector files, and a manifest that does not list them.
+    manifest_path = current.root / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    for name in (entity_vectors.MATRIX_FILE, entity_vectors.META_FILE):
+        (current.index_dir / name).unlink()
+        manifest["files"].pop(f"index/{name}")
+    manifest_path.write_text(json.dumps(manifest))
+    engine = Engine(settings)
+    try:
+        walk = engine.index.graph_walk
+        assert walk is not None and walk.entity_vectors is None
+        outcome = engine.index.search_detailed(QUESTION, 3)
+        assert SECOND_HOP in ids(outcome.hits) and "Journal of Quantum Gardening" in outcome.graph_seeds
+        assert not outcome.graph_vector_seeds and not engine.index.graph_link(PARAPHRASE).seeds
+        reasons = engine.route(QUESTION).reasons
+        assert any("no entity vectors" in r and "names only" in r for r in reasons)
+    finally:
+        engine.close()
+
+
+class CountingEmbedder:
+    """A small deterministic embedder that records what it embeds."""
+
+    name, dim, semantic = "counting", 8, True
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.seen.extend(texts)
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for i, t in enumerate(texts):
+            for j, ch in enumerate(t.encode()):
+                out[i, (ch + j) % self.dim] += 1.0
+        return out
+
+
+def test_unchanged_entities_reuse_their_cached_vectors(tmp_path: Path) -> None:
+    cache = VectorCache(tmp_path / "vectors.sqlite")
+    emb = CountingEmbedder()
+    a = Entity("e1", "Verdant Society", "name", "The Verdant Society keeps its offices in Lowmarsh.", ("c1",))
+    b = Entity("e2", "Lowmarsh", "name", "A town by the old tram depot.", ("c1",))
+    first = entity_vectors.compute([a, b], emb, cache)
+    assert len(emb.seen) == 2 and first.ids == ("e1", "e2")
+    assert np.allclose(np.linalg.norm(first.matrix, axis=1), 1.0)
+    emb.seen.clear()
+    changed = Entity("e2", "Lowmarsh", "name", "A harbour town with a market square.", ("c1",))
+    second = entity_vectors.compute([a, changed], emb, cache)
+    assert emb.seen == [entity_vectors.entity_text(changed)]  # only the entity whose text changed
+    assert np.array_equal(second.matrix[0], first.matrix[0])
+    entity_vectors.save(second, tmp_path)
+    loaded = entity_vectors.load(tmp_path, "counting")
+    assert loaded is not None and loaded.ids == second.ids and np.array_equal(loaded.matrix, second.matrix)
+    assert entity_vectors.load(tmp_path, "another-embedder") is None  # not comparable with its questions
+    cache.close()

@@ -1,0 +1,50 @@
+"""Whole sentences are not cut at initials ("Iain M. Banks", "J. R. R. Tolkien") or common abbreviations
+("e.g.", "i.e.", "No. 5", "Dr. Watson"), while a sentence that ends in a capital letter or an abbreviation
+before an ordinary sentence opening still ends there."""
+
+from __future__ import annotations
+
+import pytest
+
+from communities.sentences import whole_sentences
+
+
+def units(text: str) -> list[str]:
+    return [text[s:e] for s, e in whole_sentences(text)]
+
+
+@pytest.mark.parametrize("sentence", [
+    "The novel Excession was written by Iain M. Banks in the nineties.",
+    "The Hobbit was written by J. R. R. Tolkien for his children.",
+    "Winnie-the-Pooh is the best known book by A. A. Milne of all.",
+    "Pick a cache, e.g. Redis or Memcached, before the launch.",
+    "E.g. Redis keeps every key in memory all the time.",
+    "Both stores, i.e. Postgres and Redis, are backed up nightly.",
+    "He lived at No. 5 Baker Street for many years.",
+    "The figures are in Vol. II of the report, see Fig. 3 there.",
+    "Later Dr. Watson wrote the cases down in order.",
+    "The song was recorded by George R. R. Martin's\nfriends in the studio that night.",
+])
+def test_one_sentence_is_one_unit(sentence: str) -> None:
+    text = f"{sentence} The next sentence follows it here."
+    assert units(text) == [sentence, "The next sentence follows it here."]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The trial gave the patients vitamin C. The results were good and clear.",
+     ["The trial gave the patients vitamin C.", "The results were good and clear."]),
+    ("The patients were given vitamin A. A new study found that it was safe.",
+     ["The patients were given vitamin A.", "A new study found that it was safe."]),
+    ("He answered the question with a firm No. Nobody asked him anything again.",
+     ["He answered the question with a firm No.", "Nobody asked him anything again."]),
+    ("The author was J. R. R. Tolkien.\n\nMany readers loved his books.",
+     ["The author was J. R. R. Tolkien.", "Many readers loved his books."]),
+])
+def test_sentences_that_end_there_still_end(text: str, expected: list[str]) -> None:
+    assert units(text) == expected
+
+
+def test_a_quoted_span_is_still_the_source_text() -> None:
+    text = "Read “Excession” by Iain M.\nBanks first. It is the best of them, many say."
+    spans = whole_sentences(text)
+    assert [text[s:e] for s, e in spans][0] == "Read “Excession” by Iain M.\nBanks first."
