@@ -16,7 +16,6 @@ run no longer merges, and the short name is an entity again. :func:`alias_merges
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -98,20 +97,20 @@ def merges_by_document(extractions: Sequence[ChunkExtraction],
     name met once beside a longer one is as often something else ("Mohawk River" in a passage about the East
     Branch Mohawk River, "Kuwait" beside "Kuwait Airways"), and merging it would cut the passage off from every
     other passage that names it (bench.multihop, MuSiQue dev: recall@5 0.61 with such merges, 0.70 without)."""
-    keys: dict[str, Counter[str]] = {}
+    chunks_of: dict[str, dict[str, set[str]]] = {}  # document -> name key -> the chunks that mention it
     lower: dict[str, set[str]] = {}
     for ex in extractions:
         doc = document_of(ex.chunk_id)
         for m in ex.entities:
             lower.setdefault(doc, set()).update(_LOWER.findall(m.description))
             if m.type.lower() in ALIAS_TYPES:
-                keys.setdefault(doc, Counter())[key_of[(m.name, m.type)]] += 1
+                chunks_of.setdefault(doc, {}).setdefault(key_of[(m.name, m.type)], set()).add(ex.chunk_id)
     out: dict[str, dict[str, str]] = {}
-    for doc, ks in keys.items():
+    for doc, ks in chunks_of.items():
         common = lower.get(doc, set())
         merges = aliases_in(ks)
         out[doc] = {k: v for k, v in merges.items()
-                    if _same_form(k, v) or (ks[k] >= MIN_ALIAS_CHUNKS and not all(w in common for w in k.split()))}
+                    if _same_form(k, v) or (len(ks[k]) >= MIN_ALIAS_CHUNKS and not all(w in common for w in k.split()))}
     return out
 
 
