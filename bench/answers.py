@@ -1,10 +1,13 @@
 """Do offline local answers hold the answer? Gold-answer hit rate on a BEIR-format question set.
 
     python -m bench.answers --corpus C.jsonl --queries Q.jsonl --answers A.jsonl [--qrels R.tsv]
-        [--embedder minilm] [--index-dir DIR] [--limit N] [--llm [--base-url URL] [--model NAME]]
+        [--embedder minilm] [--index-dir DIR] [--no-graph] [--limit N] [--llm [--base-url URL] [--model NAME]]
 
 Each corpus row (``{"_id", "title", "text"}``) is one chunk (title line, then text). Every question is answered
-on the local route by :func:`retrieval.answer.local_answer`, as ``strata ask`` would answer it offline. Figures:
+on the local route by :func:`retrieval.answer.local_answer`, as ``strata ask`` would answer it offline: over a
+Strata workspace that indexed the corpus (offline extraction, one passage per chunk, as :mod:`bench.multihop`
+builds it), so the ranking is the default's with the graph walk's list; ``--no-graph`` answers from BM25 and
+vectors alone (a bare chunk index, no extraction), the ranking of a corpus without a graph. Figures:
 
 - ``answer_hit_rate``: share of questions whose answer text contains a gold answer (``answers.jsonl`` rows
   ``{"_id", "answers": [gold, aliases...]}``), both lower-cased with punctuation and articles removed.
@@ -19,8 +22,9 @@ answered by the LLM from the ranked passages beside the offline answer instead: 
 ``offline_answer_hit_rate``, ``citations_all_given_rate``, ``dropped_citations``, calls, tokens and wall time
 (see :mod:`bench.answers_llm`).
 
-The index (BM25 and vectors) is built once into ``--index-dir`` (a folder under the system's temporary folder
-by default, named by the corpus's content) and reused by later runs. Last line: one JSON object.
+The workspace (or, with ``--no-graph``, the chunk index) is built once into ``--index-dir`` (a folder under the
+system's temporary folder by default, named by the corpus's content) and reused by later runs; a workspace made
+by another extractor is indexed again. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -120,6 +124,17 @@ def build_index(chunks: list[Chunk], embedder: str, folder: Path, cache: VectorC
     return ChunkIndex.load(folder, settings, vector_cache=cache)
 
 
+def workspace_index(corpus: Path, folder: Path, embedder: str) -> ChunkIndex:
+    """The served index of a Strata workspace in ``folder`` that indexed ``corpus`` (offline extraction, one passage
+    per chunk: :func:`bench.multihop.ensure_index`), with its graph walk, as ``strata ask`` searches it."""
+    from bench.multihop import bench_settings, ensure_index
+    from strata.engine import Engine
+
+    ensure_index(corpus, folder, False, embedder)
+    settings = bench_settings(folder, embedder)
+    return Engine(settings).current.index
+
+
 _BLOCK_LINE = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||```|~~~)")
 
 
@@ -139,6 +154,7 @@ def main() -> None:
     ap.add_argument("--qrels", type=Path)
     ap.add_argument("--embedder", default="minilm", choices=["minilm", "e5", "hashing", "none"])
     ap.add_argument("--index-dir", type=Path)
+    ap.add_argument("--no-graph", action="store_true", help="answer from BM25 and vectors alone (no extraction)")
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
     ap.add_argument("--top-k", type=int, default=RetrievalSettings().top_k)
     ap.add_argument("--sentences", type=int, default=RetrievalSettings().answer_sentences)
@@ -157,12 +173,17 @@ def main() -> None:
         questions = questions[:args.limit]
     digest = hashlib.blake2b(args.corpus.read_bytes(), digest_size=6).hexdigest()
     root = Path(tempfile.gettempdir()) / "strata-bench-answers"
-    folder = args.index_dir or root / f"{digest}-{args.embedder}-v2"
+    kind = "chunks" if args.no_graph else "workspace"
+    folder = args.index_dir or root / f"{digest}-{args.embedder}-{kind}-v3"
     root.mkdir(parents=True, exist_ok=True)
-    cache = VectorCache(root / "vectors.sqlite")
     t0 = time.perf_counter()
-    index = build_index(chunks, args.embedder, folder, cache)
+    if args.no_graph:
+        index = build_index(chunks, args.embedder, folder, VectorCache(root / "vectors.sqlite"))
+    else:
+        index = workspace_index(args.corpus, folder, args.embedder)
     build_s = time.perf_counter() - t0
+    if not args.no_graph and index.graph_walk is None:
+        raise SystemExit(f"{folder}: the workspace's generation has no graph to walk")
     if args.llm:
         _llm(args, questions, index)
         return
@@ -199,6 +220,7 @@ def main() -> None:
     m = len(questions)
     result = {
         "questions": m, "passages": len(chunks), "embedder": index.dense_name,
+        "ranking": "BM25 + dense" if args.no_graph else "BM25 + dense + graph walk",
         "answer_hit_rate": round(n_hit / m, 4), "baseline_hit_rate": round(n_base / m, 4),
         "cited_gold_rate": round(n_cited / m, 4) if any(q.gold for q in questions) else None,
         "declined": declined,

@@ -25,7 +25,7 @@ from core.settings import ExtractionSettings
 # The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
 # markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
 # extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 3
+EXTRACTOR_VERSION = 4
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -242,6 +242,28 @@ def _type_for_name(name: str) -> str:
     return "name"
 
 
+_NAME_PATTERN = dict(_PATTERNS)["name"]
+_TRAILING_PARENS = re.compile(r"\s*\([^()\n]*\)\s*$")
+
+
+def _title_lines_apart(sentence: str) -> str:
+    """``sentence`` with the line break after each line that is a name alone (a title line: "Kate Ramsay" above
+    "Kate Ramsay is a fictional character ...", or names and commas with a closing parenthesis: "Leland, North
+    Carolina", "Twins (group)") made a character no name runs across, so the title and the words after it stay
+    apart; offsets are unchanged. A name wrapped over two lines of prose still reads
+    as one: its first line holds more than the name."""
+    if "\n" not in sentence:
+        return sentence
+    lines = sentence.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        title = _TRAILING_PARENS.sub("", line).strip()  # "Twins (group)", "Leland, North Carolina"
+        if title and all(_NAME_PATTERN.fullmatch(part.strip()) for part in title.split(",")):
+            lines[i] = line + "\x00"
+        else:
+            lines[i] = line + "\n"
+    return "".join(lines)
+
+
 def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list[_Found]:
     """Entities in one sentence (of a prose view), non-overlapping, in order of appearance. ``ordinary``: the
     words the document uses in lower case (by default the sentence's own), which a run in capitals does not
@@ -254,10 +276,11 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
     def free(s: int, e: int) -> bool:
         return all(e <= ts or s >= te for ts, te in taken)
 
+    names_view = _title_lines_apart(sentence)
     for kind, pattern in _PATTERNS:
-        for m in pattern.finditer(sentence):
+        for m in pattern.finditer(names_view if kind in ("name", "possessive") else sentence):
             s, e = m.span()
-            text = m.group(0)
+            text = sentence[s:e]
             etype: str | None = kind
             if kind == "code":
                 s, e = m.span(1)

@@ -4,6 +4,7 @@ from 1), query-adaptive weights, a convex combination of min-max-normalized scor
 from __future__ import annotations
 
 import re
+from operator import itemgetter
 from typing import Any, Callable, Hashable, Sequence, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -17,8 +18,8 @@ def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]]], k: float = 6
             continue
         for rank, item in enumerate(ids, start=1):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    order = {item: i for i, item in enumerate(scores)}
-    return sorted(scores.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+    # A stable sort keeps ties in the order of first appearance (reverse=True keeps stability).
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)
 
 
 def convex_combination(sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[K, float]], alpha: float) -> list[tuple[K, float]]:
@@ -36,8 +37,7 @@ def convex_combination(sparse: Sequence[tuple[K, float]], dense: Sequence[tuple[
     ns, nd = norm(sparse), norm(dense)
     keys = list(dict.fromkeys([k for k, _ in sparse] + [k for k, _ in dense]))
     scored = [(k, alpha * ns.get(k, 0.0) + (1 - alpha) * nd.get(k, 0.0)) for k in keys]
-    order = {k: i for i, k in enumerate(keys)}
-    return sorted(scored, key=lambda kv: (-kv[1], order[kv[0]]))
+    return sorted(scored, key=itemgetter(1), reverse=True)  # stable: ties in the order of first appearance
 
 
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|`[^`]+`")

@@ -45,20 +45,49 @@ def default_weight(link: Any, default: float, strong: float) -> float:
     return default if link.seeds and best >= strong else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class WalkAhead:
+    """A walk made while the dense list was still ranking (:func:`walk_ahead`): the question's link, made with
+    ``vector``, and the walk's rows, or None when they depend on the other lists' order (no entity linked, or
+    passages seed the walk)."""
+
+    vector: np.ndarray | None
+    link: Any
+    rows: tuple[tuple[int, float], ...] | None
+
+
+def walk_ahead(walk: Any, text: str, query_vector: np.ndarray | None, depth: int, mask: np.ndarray | None,
+               similarities: np.ndarray | None = None) -> WalkAhead:
+    """Link ``text`` (by names, and by ``query_vector`` when given, whose entity ``similarities`` may be given)
+    and, when the other lists' order cannot change the walk, walk it now: a search does this while the dense
+    list ranks, so the graph list costs little more than the dense list's wait."""
+    link = walk.link(text, query_vector, similarities)
+    rows = None
+    if link.seeds and walk.params.passage_seed_share == 0:
+        rows = tuple(walk.rank(link, depth, mask, ()))
+    return WalkAhead(query_vector, link, rows)
+
+
 def graph_list(walk: Any, text: str, given: float | None, default: float, depth: int, mask: np.ndarray | None,
                ranked: Sequence[tuple[int, float]], query_vector: np.ndarray | None = None,
-               strong: float = 1.0) -> GraphList:
+               strong: float = 1.0, ahead: WalkAhead | None = None) -> GraphList:
     """The graph list of a search (``walk``: the generation's :class:`~retrieval.graph_walk.GraphWalk` or None;
     ``given``: the caller's ``graph_weight``; ``ranked``: the other lists' order, whose top passages seed the
     walk beside the question's entities; ``query_vector``: the question's vector, to link entities by;
-    ``strong``: see :func:`default_weight`)."""
+    ``strong``: see :func:`default_weight`; ``ahead``: the walk made while the dense list ranked, used when it
+    was linked with this same ``query_vector``)."""
     if walk is None or given == 0:
         return NO_GRAPH
-    link = walk.link(text, query_vector)
+    if ahead is not None and ahead.vector is not query_vector:
+        ahead = None
+    link = ahead.link if ahead is not None else walk.link(text, query_vector)
     weight = given if given is not None else default_weight(link, default, strong)
     if weight <= 0:
         return NO_GRAPH
-    rows = walk.rank(link, depth, mask, [row for row, _ in ranked])
+    if ahead is not None and ahead.rows is not None:
+        rows: Sequence[tuple[int, float]] = ahead.rows
+    else:
+        rows = walk.rank(link, depth, mask, [row for row, _ in ranked])
     return GraphList(tuple(row for row, _ in rows), weight, link.names, link.by_vector)
 
 

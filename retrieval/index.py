@@ -13,7 +13,7 @@ import inspect
 import json
 import os
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
@@ -27,7 +27,7 @@ from retrieval.language import UNDETERMINED, describe_language, detect_language,
 from retrieval.vector_cache import VectorCache
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, rerank_scores, weighted_rrf
-from retrieval.graph_fusion import fuse_graph, graph_list
+from retrieval.graph_fusion import WalkAhead, fuse_graph, graph_list, walk_ahead
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
 from core.records import Chunk
@@ -111,9 +111,14 @@ class DenseEngine:
         embed = getattr(self.embedder, "embed_queries", self.embedder.embed)
         return embed([text])[0]
 
-    def rank_with_vector(self, text: str, k: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]], np.ndarray]:
-        """The ranking and the question's vector it was made with (the graph walk links entities by it)."""
+    def rank_with_vector(self, text: str, k: int, mask: np.ndarray | None,
+                         on_vector: Callable[[np.ndarray], Any] | None = None) -> tuple[list[tuple[int, float]],
+                                                                                         np.ndarray]:
+        """The ranking and the question's vector it was made with (the graph walk links entities by it);
+        ``on_vector`` gets the vector as soon as it is embedded, before the ranking."""
         vec = self.query_vector(text)
+        if on_vector is not None:
+            on_vector(vec)
         return self.vectors.top(vec, k, mask), vec
 
 
@@ -365,12 +370,19 @@ class ChunkIndex:
             use_dense, dense_weight = False, 0.0  # no need to run an engine that cannot read the query
             warnings.append(self._language_warning(gaps[0], "query", explicit))
         qv: np.ndarray | None = None  # the question's vector, when the dense list computed it
+        ahead: WalkAhead | None = None  # the graph walk made while the dense list ranked
         if use_dense and use_sparse:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="strata-search")
-            # The dense engine runs beside this thread, which ranks BM25 meanwhile.
-            f_dense = self._pool.submit(self._dense_rank, text, depth, mask)
+            # The dense engine runs beside this thread, which ranks BM25 meanwhile. The graph walk needs the
+            # question's vector, not the dense ranking: this thread then links and walks while the dense list
+            # ranks (the entity similarities run here, beside the chunks' product).
+            vector: Future[np.ndarray | None] = Future()
+            f_dense = self._pool.submit(self._dense_rank, text, depth, mask, vector)
             sparse = self.sparse.rank(text, depth, mask)
+            if self.graph_walk is not None and graph_weight != 0:
+                by_vector = self._links_by_vector() and not uncovered([q_lang], covered)
+                ahead = walk_ahead(self.graph_walk, text, vector.result() if by_vector else None, depth, mask)
             dense, qv = f_dense.result()
         else:
             sparse = self.sparse.rank(text, depth, mask) if use_sparse else []
@@ -393,11 +405,12 @@ class ChunkIndex:
             alpha = a_sparse / (a_sparse + a_dense) if a_sparse + a_dense > 0 else alpha
         s_rank = {row: i for i, (row, _) in enumerate(sparse, start=1)}
         d_rank = {row: i for i, (row, _) in enumerate(dense, start=1)}
-        fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])], k=rrf_k)
-        rrf = dict(fused)
+        two = [(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense])]
+        fused: list[tuple[int, float]] | None = None  # the weighted RRF of the lists (rrf_score), made once
         if fusion in ("convex", "adaptive") and sparse and dense:
             ranked, ranking = convex_combination(sparse, dense, alpha), f"convex (BM25 share {alpha:.2f})"
         else:
+            fused = weighted_rrf(two, k=rrf_k)
             ranked, ranking = fused, "rrf"
         # Entities are linked by the question's vector too when the walk has entity vectors of this embedder
         # and the embedder reads the question; the dense list's vector is reused (embedded here only when
@@ -408,12 +421,13 @@ class ChunkIndex:
                 and not uncovered([q_lang], covered):
             link_vector = self.dense.query_vector(text)  # type: ignore[union-attr]
         walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked, link_vector,
-                          s.graph_vector_strong)
+                          s.graph_vector_strong, ahead)
         if walk.rows:  # the third list: in rrf_score, and fused with the order of the other two
-            fused = weighted_rrf([(sparse_weight, [r for r, _ in sparse]), (dense_weight, [r for r, _ in dense]),
-                                  (walk.weight, list(walk.rows))], k=rrf_k)
-            rrf = dict(fused)
+            fused = weighted_rrf([*two, (walk.weight, list(walk.rows))], k=rrf_k)
             ranked, ranking = fuse_graph(ranked, fused, walk, ranking, rrf_k)
+        elif fused is None:
+            fused = weighted_rrf(two, k=rrf_k)
+        rrf = dict(fused)
         order = [row for row, _ in ranked]
         score = dict(ranked)
         if s.rerank:
@@ -433,13 +447,21 @@ class ChunkIndex:
                               walk.vector_seeds),
                 len(order))
 
-    def _dense_rank(self, text: str, depth: int, mask: np.ndarray | None) -> tuple[list[tuple[int, float]],
-                                                                                 np.ndarray | None]:
-        """The dense ranking and the question's vector (None from an engine that does not tell it)."""
-        with_vector = getattr(self.dense, "rank_with_vector", None)
-        if with_vector is not None:
-            return with_vector(text, depth, mask)
-        return self.dense.rank(text, depth, mask), None  # type: ignore[union-attr]
+    def _dense_rank(self, text: str, depth: int, mask: np.ndarray | None,
+                    vector: Future[np.ndarray | None] | None = None) -> tuple[list[tuple[int, float]],
+                                                                              np.ndarray | None]:
+        """The dense ranking and the question's vector (None from an engine that does not tell it). ``vector``
+        gets the question's vector as soon as it is embedded, before the ranking (None on any failure)."""
+        try:
+            if isinstance(self.dense, DenseEngine):
+                return self.dense.rank_with_vector(text, depth, mask, vector.set_result if vector else None)
+            with_vector = getattr(self.dense, "rank_with_vector", None)
+            if with_vector is not None:
+                return with_vector(text, depth, mask)
+            return self.dense.rank(text, depth, mask), None  # type: ignore[union-attr]
+        finally:
+            if vector is not None and not vector.done():
+                vector.set_result(None)
 
     @property
     def embeds_entities(self) -> bool:

@@ -77,6 +77,23 @@ def test_gutenberg_licence_is_kept_out_of_entities_and_quotes() -> None:
     assert all("Gutenberg" not in head[s:e] for s, e in whole_sentences(head))
 
 
+def test_a_title_line_is_not_the_first_words_of_the_text_below_it(tmp_path: Path) -> None:
+    """A passage's title on its own line ("Kate Ramsay" above "Kate Ramsay is a fictional character ...": a text
+    file's first line, a .jsonl row's ``title``) is a name of its own, not one name with the words after it; a
+    name wrapped over two lines of prose still reads as one."""
+    assert _names(_chunk("Kate Ramsay\nKate Ramsay is a character in the soap opera Neighbours.")) == \
+        {"Kate Ramsay", "Neighbours"}
+    assert _names(_chunk("Drew Fuller\nAndrew Alan Fuller is an actor from Atlanta.")) >= {"Drew Fuller", "Andrew Alan Fuller"}
+    assert "Jacob Marley" in _names(_chunk("It was the ghost of Jacob\nMarley that spoke to Ebenezer Scrooge."))
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"_id": "p1", "title": "Leland, North Carolina",
+                                                     "text": "Leland is a town in Brunswick County."}) + "\n")
+    from extraction.loader import load_folder
+
+    doc = load_folder(tmp_path).documents[0]
+    names = _names(_chunk(doc.text, "p1"))
+    assert "North Carolina" in names and not any("Carolina Leland" in n for n in names), names
+
+
 def test_a_possessive_phrase_is_an_entity_only_when_the_document_repeats_it() -> None:
     text = ("Scrooge's nephew came in. Scrooge's nephew laughed. Scrooge's hat fell. "
             "Marley's ghost appeared.")

@@ -66,6 +66,39 @@ def test_a_paraphrased_entity_seeds_the_walk_by_vector(engine) -> None:  # type:
 
 
 @needs_minilm
+def test_the_walk_made_beside_the_dense_list_ranks_as_one_made_after_it(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A search links and walks while the dense list ranks (graph_fusion.walk_ahead); the hits, their scores
+    and the seeds are those of a walk made afterwards, and each search walks once."""
+    import retrieval.index as index_module
+    from retrieval.graph_fusion import WalkAhead
+
+    index = engine.index
+    questions = [PARAPHRASE, "Which city hosts the publisher of the Journal of Quantum Gardening?",
+                 "tram lines of the harbour"]
+    filters = [None, {"team": "science"}]
+    ahead = {(q, json.dumps(f)): index.search_detailed(q, 5, metadata_filter=f) for q in questions for f in filters}
+    walks: list[str] = []
+    inner = index.graph_walk.rank
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        walks.append("rank")
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(index.graph_walk, "rank", counting)
+    index.search_detailed(questions[1], 5)
+    assert walks == ["rank"]
+    # Without the walk ahead (its vector is not the search's), the walk is made after the dense list.
+    monkeypatch.setattr(index_module, "walk_ahead", lambda *a, **k: WalkAhead(np.zeros(1), None, None))
+    for (q, f), before in ahead.items():
+        after = index.search_detailed(q, 5, metadata_filter=json.loads(f))
+        assert [(h.chunk_id, h.rrf_score, h.graph_rank) for h in after.hits] == \
+            [(h.chunk_id, h.rrf_score, h.graph_rank) for h in before.hits], q
+        assert (after.graph_seeds, after.graph_vector_seeds, after.graph_weight) == \
+            (before.graph_seeds, before.graph_vector_seeds, before.graph_weight)
+    assert any(o.graph_weight for o in ahead.values())
+
+
+@needs_minilm
 def test_the_question_is_embedded_once(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     index = engine.index
     calls: list[str] = []
