@@ -381,14 +381,12 @@ class GraphWalk:
         if ent:
             on_entity = r_idx < n_e
             b_idx, b_val = r_idx[on_entity], r_val[on_entity] / r_val[on_entity].sum()
-        mass = self.pagerank_sparse(r_idx, r_val, b_idx, b_val)[n_e:]
-        reset_rows = np.zeros(self.n_rows, dtype=np.float64)
+        mass = self.pagerank_sparse(r_idx, r_val, b_idx, b_val)[n_e:]  # a view: the walk's own array
         on_row = r_idx >= n_e
-        reset_rows[r_idx[on_row] - n_e] = r_val[on_row]
         if self.params.walked_only:
             # A seeded passage keeps (1 - damping) of its seed mass whatever the graph says; without it the list
             # would repeat the other lists' top instead of saying what the entities lead to.
-            mass = mass - (1.0 - self.params.damping) * reset_rows
+            mass[r_idx[on_row] - n_e] -= (1.0 - self.params.damping) * r_val[on_row]
         live = np.flatnonzero(mass > 0)
         if mask is not None:
             live = live[mask[live]]
