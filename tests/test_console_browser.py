@@ -410,6 +410,8 @@ def test_memory_query_shows_the_ranking_score_in_order_and_a_heading_in_step(ser
     _await(page, "#query-result:not([hidden])", "#query-error")
     ranking = page.inner_text("#q-ranking")
     assert ranking.startswith("convex") and ranking in page.get_attribute("#q-score-head", "title")
+    # The weights shown are those of the rrf_score column, not of the convex ranking beside them.
+    assert "rrf_score weights: BM25" in page.inner_text("#q-echo") and page.inner_text("#q-rrf-weights").startswith("BM25 ")
     scores = [float(x) for x in page.locator("#q-rows td.score").all_inner_texts()]
     rrf = [float(x) for x in page.locator("#q-rows td.rrf").all_inner_texts()]
     assert len(scores) == len(rrf) == page.locator("#q-rows tr").count() >= 2

@@ -334,7 +334,7 @@ $("query-form").addEventListener("submit", async (ev) => {
     $("q-total").textContent = n + (n === 1 ? " result" : " results");
     setChildren($("q-echo"), "for “", el("span", { id: "q-echo-text" }, res.search_text), "” · query_id ", el("code", { id: "q-echo-id" }, res.query_id),
       " · top_k " + request.top_k + " · ranked by ", el("b", { id: "q-ranking" }, res.ranking),
-      " · weights BM25 " + res.sparse_weight.toFixed(2) + ", dense " + res.dense_weight.toFixed(2) + (res.graph_weight ? ", graph walk " + res.graph_weight.toFixed(2) : ""));
+      " · rrf_score weights: ", el("span", { id: "q-rrf-weights" }, "BM25 " + res.sparse_weight.toFixed(2) + ", dense " + res.dense_weight.toFixed(2) + (res.graph_weight ? ", graph walk " + res.graph_weight.toFixed(2) : "")));
     $("q-score-head").title = "the score the results are ordered by: " + res.ranking;
     $("q-stale").hidden = true;
     setChildren($("q-warnings"), res.warnings.map((w) => el("li", {}, w)));
