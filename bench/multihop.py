@@ -187,8 +187,8 @@ def pagerank_timing(walk: Any, questions: list[str]) -> dict[str, float]:
     import igraph as ig
     import numpy as np
 
-    p = walk.transition_t.T.tocoo()  # row j: where a walker at j steps
-    g = ig.Graph(n=walk.transition_t.shape[0], edges=list(zip(p.row.tolist(), p.col.tolist())), directed=True)
+    p = walk.out_edges.tocoo()  # row j: where a walker at j steps
+    g = ig.Graph(n=walk.out_edges.shape[0], edges=list(zip(p.row.tolist(), p.col.tolist())), directed=True)
     weights = p.data.tolist()
     ours, theirs, diff, dropped, overlap = [], [], 0.0, 0.0, []
     n_e = walk.n_entities
@@ -196,7 +196,7 @@ def pagerank_timing(walk: Any, questions: list[str]) -> dict[str, float]:
         link = walk.link(q)
         if not link.seeds:
             continue
-        reset = np.zeros(walk.transition_t.shape[0])
+        reset = np.zeros(walk.out_edges.shape[0])
         for seed in link.seeds:
             reset[walk.position[seed.entity_id]] += seed.weight
         reset /= reset.sum()

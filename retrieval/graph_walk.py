@@ -117,12 +117,11 @@ class GraphWalk:
     """Personalized PageRank over one generation's entity+chunk graph (see the module docstring)."""
 
     def __init__(self, entity_ids: Sequence[str], names: Sequence[str], df: np.ndarray, keys: Mapping[str, list[int]],
-                 transition_t: sparse.csr_matrix, n_rows: int, lexicon: EntityLexicon, params: WalkParams,
+                 out_edges: sparse.csr_matrix, n_rows: int, lexicon: EntityLexicon, params: WalkParams,
                  counts: Mapping[str, int], is_stop: Callable[[str], bool]) -> None:
         self.entity_ids, self.names, self.df = list(entity_ids), list(names), df
         self.keys = keys  # walk key -> entity positions
-        self.transition_t = transition_t  # column-stochastic over (entities, then rows)
-        self.out_edges = transition_t.T.tocsr()  # row j: where a walker at node j steps, with what probability
+        self.out_edges = out_edges  # row-stochastic over (entities, then rows): row j, where a walker at node j steps
         self.n_entities, self.n_rows = len(self.entity_ids), n_rows
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
         self.max_words = max((k.count(" ") + 1 for k in keys), default=1)
@@ -197,12 +196,12 @@ class GraphWalk:
         adj = sparse.csr_matrix((w_all, (np.concatenate(src), np.concatenate(dst))), shape=(n, n))
         out = np.asarray(adj.sum(axis=1)).ravel()
         inv = np.divide(1.0, out, out=np.zeros_like(out), where=out > 0)
-        transition_t = (sparse.diags(inv) @ adj).T.tocsr()  # column j: where a walker at node j steps
+        out_edges = (sparse.diags(inv) @ adj).tocsr()  # row j: where a walker at node j steps
         lexicon = EntityLexicon([KnownEntity(e.name, e.type, int(df[i])) for i, e in enumerate(entities)], n_rows)
         counts = {"entities": n_e, "mention_edges": int(m_e_a.size), "relation_edges": len(r_a),
                   "synonym_edges": len(s_a), "chunks": n_rows,
                   "chunks_with_entities": int(len(set(m_r)))}
-        return cls([e.id for e in entities], [e.name for e in entities], df, keys, transition_t, n_rows, lexicon,
+        return cls([e.id for e in entities], [e.name for e in entities], df, keys, out_edges, n_rows, lexicon,
                    params, counts, is_stop)
 
     def stats(self) -> dict[str, int]:

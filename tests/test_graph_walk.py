@@ -230,7 +230,7 @@ def test_the_local_walk_matches_igraphs_personalized_pagerank() -> None:
     walk = GraphWalk.build(GraphSnapshot(entities, relations), {f"c{i}": i for i in range(n_rows)}, n_rows,
                            WalkParams(damping=0.5))
     n = walk.n_entities + n_rows
-    p = walk.transition_t.T.tocoo()  # row j: where a walker at j steps
+    p = walk.out_edges.tocoo()  # row j: where a walker at j steps
     g = ig.Graph(n=n, edges=list(zip(p.row.tolist(), p.col.tolist())), directed=True)
     pruned = walk.params
     exact = dataclasses.replace(pruned, prune=0.0, tolerance=1e-12, iterations=100)

@@ -19,6 +19,7 @@ from retrieval.graph_fusion import default_weight
 from retrieval.graph_walk import Link, Seed
 from retrieval.vector_cache import VectorCache
 from tests.test_graph_walk import CORPUS, FIRST_HOP, SECOND_HOP, ids, write_corpus
+from tests.test_graph_walk import engine  # noqa: F401  (the same engine, over this module's MiniLM settings)
 
 # Names the journal only by what it is about: no span of it is an entity's name.
 PARAPHRASE = "which city is home to the society that publishes the quantum gardening periodical"
@@ -30,17 +31,6 @@ needs_minilm = pytest.mark.skipif(not minilm_available(), reason="MiniLM weights
 def settings(tmp_path: Path) -> StrataSettings:
     """MiniLM (the suite's default hashing embedder reads spelling, not meaning: it gets no entity vectors)."""
     return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"}, retrieval={"embedder": "minilm"})
-
-
-@pytest.fixture
-def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from strata.engine import Engine
-    from strata.pipeline import index_folder
-
-    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
-    eng = Engine(settings)
-    yield eng
-    eng.close()
 
 
 @needs_minilm
