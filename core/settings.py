@@ -163,6 +163,11 @@ class RetrievalSettings(BaseModel):
     rerank_overlap_weight: float = Field(0.5, ge=0)
     rerank_phrase_weight: float = Field(0.5, ge=0)
     hnsw_threshold: int = Field(50_000, ge=1, description="rows above which dense search uses an HNSW graph")
+    entity_hnsw_threshold: int = Field(
+        16_000, ge=1, description="entity vectors from which the graph walk finds the entities nearest a question "
+                                  "with an HNSW graph instead of one product with all of them (which stays in "
+                                  "cache up to about 16,000 x 384 floats and runs before the walk, on the search's "
+                                  "critical path)")
     candidate_pool: int = Field(
         200, ge=10, le=1000, description="candidates each ranked list offers to fusion, whatever top_k is (so the "
                                          "first k results are the same for any larger top_k); a top_k above it "

@@ -25,11 +25,18 @@ def chunk_id(document_id: str, ordinal: int) -> str:
 
 
 def chunk_document(doc: Document, settings: ChunkingSettings) -> list[Chunk]:
-    """Windows of ``chunk_tokens`` tokens, each starting ``chunk_tokens - overlap_tokens`` after the last."""
+    """Windows of ``chunk_tokens`` tokens, each starting ``chunk_tokens - overlap_tokens`` after the last, with
+    the document's metadata (and its title, from a first-line ``# `` heading when the metadata has none)."""
     spans = token_spans(doc.text)
     if not spans:
         return []
     size, step = settings.chunk_tokens, settings.chunk_tokens - settings.overlap_tokens
+    metadata = doc.metadata
+    if "title" not in metadata:  # a first-line "# " heading titles every chunk (retrieval.index.chunk_header)
+        from extraction.titles import document_title
+
+        title = document_title(doc)
+        metadata = {**metadata, "title": title} if title else metadata
     chunks: list[Chunk] = []
     start_tok = 0
     while True:
@@ -40,7 +47,7 @@ def chunk_document(doc: Document, settings: ChunkingSettings) -> list[Chunk]:
         chunks.append(Chunk(
             id=chunk_id(doc.id, ordinal), document_id=doc.id, ordinal=ordinal, text=text, start=start, end=end,
             n_tokens=end_tok - start_tok, source=doc.source, content_hash=stable_hash(doc.id, text, size=12),
-            metadata=doc.metadata,
+            metadata=metadata,
         ))
         if end_tok >= len(spans):
             return chunks

@@ -8,13 +8,18 @@ to the entities it means but does not spell as the lexicon does (:meth:`retrieva
 - **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity) and
   ``index/entity_vectors.json`` (the entity ids in row order, the embedder's name and the recipe), written
   beside the chunk vectors when a generation is published and read when it loads. A generation published
-  before entity vectors existed has neither file; its walk links by names alone.
+  before entity vectors existed has neither file; its walk links by names alone;
+- **nearest entities**: up to ``retrieval.entity_hnsw_threshold`` entities a question's vector is compared with
+  every entity's (one product, cache-resident up to about 16,000 x 384 floats); above it, an HNSW graph
+  (hnswlib, as the chunk vectors use above ``hnsw_threshold``) finds the nearest ``ANN_CANDIDATES``, written as
+  ``index/entity_hnsw.bin`` when the generation is published (built when the generation loads if it lacks
+  one). On MuSiQue's 11,819 MiniLM entity vectors it finds 98.7% of the exact top 3 for the dev questions.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,7 +29,9 @@ from core.records import Entity, stable_hash
 
 DESCRIPTION_WORDS = 12  # words of the description after the name
 RECIPE = f"name+description{DESCRIPTION_WORDS}"
-MATRIX_FILE, META_FILE = "entity_vectors.npy", "entity_vectors.json"
+MATRIX_FILE, META_FILE, ANN_FILE = "entity_vectors.npy", "entity_vectors.json", "entity_hnsw.bin"
+ANN_CANDIDATES = 64  # nearest entities an HNSW search returns (the walk keeps at most graph_vector_seeds of them)
+ANN_EF = 128  # its search depth (MuSiQue's entities, the dev questions' exact top 3: 96% at 64, 98.7% at 128)
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,15 @@ class EntityVectors:
     matrix: np.ndarray
     embedder: str
     recipe: str = RECIPE
+    ann: Any = field(default=None, compare=False, repr=False)  # hnswlib.Index over the rows, when there is one
+
+    def nearest(self, query: np.ndarray, k: int = ANN_CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, cosine similarities) of the ``k`` rows nearest the unit vector ``query`` by the HNSW graph,
+        best first (needs ``ann``)."""
+        k = min(k, len(self.ids))
+        self.ann.set_ef(max(ANN_EF, k))
+        labels, dists = self.ann.knn_query(np.asarray(query, np.float32), k=k, num_threads=1)
+        return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
 
 
 def entity_text(entity: Entity, words: int = DESCRIPTION_WORDS) -> str:
@@ -69,11 +85,31 @@ def compute(entities: Sequence[Entity], embedder: Any, cache: Any = None, batch:
     return EntityVectors(tuple(e.id for e in entities), _unit(matrix), embedder.name)
 
 
+def with_ann(vectors: EntityVectors, threshold: int, threads: int | None = None) -> EntityVectors:
+    """``vectors`` with an HNSW graph over its rows when they number at least ``threshold`` (kept when it
+    already has one of all its rows), without one below it. ``threads``: default ``compute.threads``."""
+    n = len(vectors.ids)
+    if n < threshold or n == 0:
+        return replace(vectors, ann=None) if vectors.ann is not None else vectors
+    if vectors.ann is not None and vectors.ann.get_current_count() == n:
+        return vectors
+    import hnswlib
+
+    from core.threads import worker_threads
+
+    ann = hnswlib.Index(space="ip", dim=vectors.matrix.shape[1])
+    ann.init_index(max_elements=n, ef_construction=200, M=16, random_seed=7)
+    ann.add_items(vectors.matrix, np.arange(n), num_threads=worker_threads(threads))
+    return replace(vectors, ann=ann)
+
+
 def save(vectors: EntityVectors, folder: Path) -> None:
-    """Write ``vectors`` into ``folder`` (a generation's index folder)."""
+    """Write ``vectors`` into ``folder`` (a generation's index folder), with their HNSW graph if they have one."""
     np.save(folder / MATRIX_FILE, vectors.matrix.astype(np.float32), allow_pickle=False)
     (folder / META_FILE).write_text(json.dumps({"embedder": vectors.embedder, "recipe": vectors.recipe,
                                                 "ids": list(vectors.ids)}), encoding="utf-8")
+    if vectors.ann is not None:
+        vectors.ann.save_index(str(folder / ANN_FILE))
 
 
 def load(folder: Path, embedder: str | None) -> EntityVectors | None:
@@ -91,4 +127,12 @@ def load(folder: Path, embedder: str | None) -> EntityVectors | None:
     if matrix.ndim != 2 or matrix.shape[0] != len(ids):
         raise ValueError(f"{matrix_path.name} holds {matrix.shape[0] if matrix.ndim else 0} rows for {len(ids)} "
                          "entity ids")
-    return EntityVectors(ids, matrix.astype(np.float32, copy=False), meta["embedder"], meta.get("recipe", ""))
+    ann = None
+    if (folder / ANN_FILE).exists():
+        import hnswlib
+
+        ann = hnswlib.Index(space="ip", dim=matrix.shape[1])
+        ann.load_index(str(folder / ANN_FILE), max_elements=len(ids))
+        if ann.get_current_count() != len(ids):
+            raise ValueError(f"{ANN_FILE} holds {ann.get_current_count()} entities for {len(ids)} entity ids")
+    return EntityVectors(ids, matrix.astype(np.float32, copy=False), meta["embedder"], meta.get("recipe", ""), ann)

@@ -56,12 +56,12 @@ class WalkAhead:
     rows: tuple[tuple[int, float], ...] | None
 
 
-def walk_ahead(walk: Any, text: str, query_vector: np.ndarray | None, depth: int, mask: np.ndarray | None,
-               similarities: np.ndarray | None = None) -> WalkAhead:
-    """Link ``text`` (by names, and by ``query_vector`` when given, whose entity ``similarities`` may be given)
+def walk_ahead(walk: Any, text: str, query_vector: np.ndarray | None, depth: int, mask: np.ndarray | None
+               ) -> WalkAhead:
+    """Link ``text`` (by names, and by ``query_vector`` when given)
     and, when the other lists' order cannot change the walk, walk it now: a search does this while the dense
     list ranks, so the graph list costs little more than the dense list's wait."""
-    link = walk.link(text, query_vector, similarities)
+    link = walk.link(text, query_vector)
     rows = None
     if link.seeds and walk.params.passage_seed_share == 0:
         rows = tuple(walk.rank(link, depth, mask, ()))

@@ -16,8 +16,10 @@ with the question. The walk finds it the way HippoRAG 2 does:
   walk; optionally also the other lists' top passages (``WalkParams.passage_seed_share``, 0 by default);
 - **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
 
-The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query is a few
-sparse matrix-vector products (power iteration), so it needs no store and hot-reloads with the generation.
+The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query spreads mass
+only from the nodes holding it (:meth:`GraphWalk.pagerank_sparse`) and finds its vector-linked entities by one
+product, or by an HNSW graph for many entities (:meth:`GraphWalk.nearest`), so it needs no store and
+hot-reloads with the generation.
 """
 
 from __future__ import annotations
@@ -128,17 +130,22 @@ class GraphWalk:
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
         self.vector_embedder: str | None = None
+        self._ann: tuple[Any, np.ndarray] | None = None  # (EntityVectors with an HNSW graph, row -> position)
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
-        do not hold are linked by name only. Returns how many of the walk's entities have a vector."""
+        do not hold are linked by name only. With an HNSW graph (``vectors.ann``) the nearest entities are
+        looked up in it rather than compared with all. Returns how many of the walk's entities have a vector."""
         row = {eid: i for i, eid in enumerate(vectors.ids)}
         have = [(p, row[eid]) for p, eid in enumerate(self.entity_ids) if eid in row]
         matrix = np.zeros((self.n_entities, vectors.matrix.shape[1]), np.float32)
+        position_of_row = np.full(len(vectors.ids), -1, np.int64)  # a vector's row -> the walk's position
         if have:
             pos, src = (np.asarray(x, dtype=np.int64) for x in zip(*have))
             matrix[pos] = vectors.matrix[src]
+            position_of_row[src] = pos
         self.entity_vectors, self.vector_embedder = matrix, vectors.embedder
+        self._ann = (vectors, position_of_row) if vectors.ann is not None else None
         return len(have)
 
     # -- building ---------------------------------------------------------------------------------------------
@@ -209,16 +216,14 @@ class GraphWalk:
         return dict(self.counts)
 
     # -- linking ----------------------------------------------------------------------------------------------
-    def link(self, question: str, query_vector: np.ndarray | None = None,
-             similarities: np.ndarray | None = None) -> Link:
+    def link(self, question: str, query_vector: np.ndarray | None = None) -> Link:
         """The entities the question names: the longest spans of its words whose normalized name (case,
         punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
         that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
         a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
         each seed weighs by its inverse chunk frequency. With the question's vector ``query_vector`` (the
         dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
-        ``vector_threshold`` join them (:meth:`link_vectors`; ``similarities``: :meth:`similarities` of that
-        vector, when already computed)."""
+        ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = _QUESTION_WORDS.findall(question)
         # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
         # does not name the entity "Association" (a word that opened sentences in the corpus).
@@ -258,13 +263,14 @@ class GraphWalk:
             seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
             room = self.params.vector_seeds - (len(seeds) if self.params.vector_fill else 0)
-            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room, similarities)
+            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
 
-    def similarities(self, query_vector: np.ndarray) -> np.ndarray | None:
-        """The cosine similarity of each entity's vector (by position) and ``query_vector``; None without entity
-        vectors or for a vector of another size or of length 0."""
+    def nearest(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The entities (positions) nearest ``query_vector`` and their cosine similarities: all of them by one
+        product, or the nearest :data:`~retrieval.entity_vectors.ANN_CANDIDATES` by the HNSW graph when the
+        vectors have one; None without entity vectors or for a vector of another size or of length 0."""
         m = self.entity_vectors
         if m is None or not self.n_entities:
             return None
@@ -272,32 +278,37 @@ class GraphWalk:
         norm = float(np.linalg.norm(q))
         if q.shape[0] != m.shape[1] or norm == 0:
             return None
-        return m @ (q / norm)
+        if self._ann is not None:
+            vectors, position_of_row = self._ann
+            rows, sims = vectors.nearest(q / norm)
+            pos = position_of_row[rows]
+            return pos[pos >= 0], sims[pos >= 0]
+        return np.arange(self.n_entities), m @ (q / norm)
 
     def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float,
-                     room: int | None = None, similarities: np.ndarray | None = None) -> list[Seed]:
+                     room: int | None = None) -> list[Seed]:
         """The entities whose vectors are closest to ``query_vector`` (cosine at least ``vector_threshold``, at
         most ``vector_seeds`` of them, none in ``taken`` nor mentioned in more than ``limit`` chunks), each
-        weighing its inverse chunk frequency times its similarity times ``vector_weight``. ``similarities``:
-        :meth:`similarities` of ``query_vector``, when already computed."""
+        weighing its inverse chunk frequency times its similarity times ``vector_weight``."""
         p = self.params
         room = p.vector_seeds if room is None else room
         if room <= 0:
             return []
-        sims = self.similarities(query_vector) if similarities is None else similarities
-        if sims is None:
+        near = self.nearest(query_vector)
+        if near is None:
             return []
-        live = np.flatnonzero((sims >= p.vector_threshold) & (self.df <= limit))
-        live = live[np.lexsort((live, -sims[live]))]
+        pos, sims = near
+        keep = (sims >= p.vector_threshold) & (self.df[pos] <= limit)
+        pos, sims = pos[keep], sims[keep]
+        order = np.lexsort((pos, -sims))  # most similar first, then by position: the same order every time
         total = max(1, self.n_rows)
         out: list[Seed] = []
-        for j in live:
+        for j, sim in zip(pos[order], sims[order]):
             eid, name = self.entity_ids[j], self.names[j]
             if eid in taken or self.is_stop(name):
                 continue
-            sim = float(sims[j])
-            out.append(Seed(eid, name, name, p.vector_weight * sim * math.log(1.0 + total / self.df[j]), "vector",
-                            round(sim, 4)))
+            out.append(Seed(eid, name, name, p.vector_weight * float(sim) * math.log(1.0 + total / self.df[j]),
+                            "vector", round(float(sim), 4)))
             if len(out) >= room:
                 break
         return out

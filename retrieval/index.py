@@ -30,7 +30,7 @@ from retrieval.fusion import adapt_weights, convex_combination, rerank_scores, w
 from retrieval.graph_fusion import WalkAhead, fuse_graph, graph_list, walk_ahead
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
-from core.records import Chunk
+from core.records import Chunk, stable_hash
 from core.settings import RetrievalSettings
 from core.threads import blas_limit
 
@@ -122,6 +122,38 @@ class DenseEngine:
         return self.vectors.top(vec, k, mask), vec
 
 
+CHUNK_TEXT = "title+text"  # what BM25 and the embedder read of a chunk (the index's signature says it)
+HEADER_MAX_CHARS = 300
+
+
+def chunk_header(c: Chunk) -> str:
+    """The line indexed above a chunk's text: its document's title (front matter, a ``.jsonl`` field, a first-line
+    ``# `` heading) and front-matter ``description``, unless the chunk already opens with the title. A passage
+    from the middle of a page ("Type: Boolean. If true, ...") says what it is about only through its page:
+    "What is package-lock.json for?" found the page titled package-lock.json third, below a page that names the
+    file in every option. Empty without a title."""
+    title, desc = c.metadata.get("title"), c.metadata.get("description")
+    if not isinstance(title, str) or not title.strip():
+        return ""
+    title = " ".join(title.split())
+    if title.casefold() in " ".join(c.text[:len(title) + 12].split()).casefold():
+        return ""  # the chunk opens with the title already (a .jsonl row's body, a page's "# " heading)
+    header = f"{title}: {' '.join(desc.split())}" if isinstance(desc, str) and desc.strip() else title
+    return header[:HEADER_MAX_CHARS]
+
+
+def indexed_text(c: Chunk) -> str:
+    """What BM25 and the embedder read of ``c``: :func:`chunk_header` above its text (results show the text)."""
+    header = chunk_header(c)
+    return f"{header}\n{c.text}" if header else c.text
+
+
+def _vector_key(c: Chunk) -> str:
+    """The vector cache's key for ``c``: its content hash, with its header when it has one."""
+    header = chunk_header(c)
+    return stable_hash(c.content_hash, header, size=12) if header else c.content_hash
+
+
 def _fields(c: Chunk) -> dict[str, Any]:
     return {**c.metadata, "document_id": c.document_id, "source": c.source}
 
@@ -130,6 +162,7 @@ class ChunkIndex:
     def __init__(self, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
                  vector_cache: VectorCache | None = None, llm: Any = None) -> None:
         self.settings = settings
+        self.chunk_text = CHUNK_TEXT  # what BM25 and the embedder read of its chunks (an older index: "text")
         self.tokenizer = Tokenizer(TokenizerConfig(settings.stopwords, settings.stemming, settings.polish_lemmas))
         self.bm25 = BM25Index(settings.bm25_k1, settings.bm25_b, settings.bm25_epsilon)
         self.embedder = (make_embedder(settings.embedder, settings.hashing_dim, llm, settings.embedding_model,
@@ -222,17 +255,18 @@ class ChunkIndex:
         """Vectors of ``chunks``, from the cache when it has them; ``on_progress`` is told of every chunk."""
         assert self.embedder is not None
         if self.vector_cache is None:
-            return self._embed_texts([c.text for c in chunks], on_progress)
-        cached = self.vector_cache.get_many(self.embedder.name, [c.content_hash for c in chunks], self.embedder.dim)
-        missing = [c for c in chunks if c.content_hash not in cached]
+            return self._embed_texts([indexed_text(c) for c in chunks], on_progress)
+        keys = [_vector_key(c) for c in chunks]
+        cached = self.vector_cache.get_many(self.embedder.name, keys, self.embedder.dim)
+        missing = [(c, k) for c, k in zip(chunks, keys) if k not in cached]
         if on_progress and len(chunks) > len(missing):
             on_progress(len(chunks) - len(missing))
         if missing:
-            fresh = self._embed_texts([c.text for c in missing], on_progress)
-            new = {c.content_hash: v for c, v in zip(missing, fresh)}
+            fresh = self._embed_texts([indexed_text(c) for c, _ in missing], on_progress)
+            new = {k: v for (_, k), v in zip(missing, fresh)}
             self.vector_cache.put_many(self.embedder.name, new)
             cached.update(new)
-        return np.stack([cached[c.content_hash] for c in chunks]) if chunks else np.zeros((0, self.embedder.dim), np.float32)
+        return np.stack([cached[k] for k in keys]) if chunks else np.zeros((0, self.embedder.dim), np.float32)
 
     def __len__(self) -> int:
         return int(self.bm25.alive.sum())
@@ -253,7 +287,7 @@ class ChunkIndex:
             counts.update(langs)
             main = dominant(counts)
             langs = [main if lang == UNDETERMINED else lang for lang in langs]  # a table or a list of names
-            rows = self.bm25.add(self.tokenizer(c.text, lang) for c, lang in zip(part, langs))
+            rows = self.bm25.add(self.tokenizer(indexed_text(c), lang) for c, lang in zip(part, langs))
             embedding = self.vectors is not None and self.embedder is not None
             if embedding:  # progress chunk by chunk as the embedder goes (it is most of a build's time)
                 self.vectors.add(self._embed(part, on_progress))  # type: ignore[union-attr]
@@ -501,7 +535,7 @@ class ChunkIndex:
         s = self.settings
         return {"format": FORMAT_VERSION, "k1": s.bm25_k1, "b": s.bm25_b, "epsilon": s.bm25_epsilon,
                 "stopwords": s.stopwords, "stemming": s.stemming, "polish_lemmas": s.polish_lemmas,
-                "embedder": self.dense_name}
+                "embedder": self.dense_name, "chunk_text": CHUNK_TEXT}
 
     def save(self, folder: Path) -> None:
         """Write the index to ``folder`` atomically (a temporary folder renamed over the old one)."""
@@ -554,7 +588,11 @@ class ChunkIndex:
         meta = json.loads(meta_path.read_text())
         idx = cls(settings, embedder, vector_cache, llm)
         expected = idx._signature()
-        diff = {k: (meta.get(k), v) for k, v in expected.items() if meta.get(k) != v}
+        # An index from before chunk headers read the text alone: it still serves (its rows and vectors agree
+        # with each other), and the next index run builds the index afresh (strata.generations.open_index).
+        idx.chunk_text = meta.get("chunk_text", "text")
+        diff = {k: (meta.get(k), v) for k, v in expected.items()
+                if meta.get(k) != v and not (k == "chunk_text" and "chunk_text" not in meta)}
         if diff:
             raise IndexMismatchError(
                 f"{folder}: the index was built with different settings {diff} (stored, current); "

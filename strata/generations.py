@@ -88,6 +88,7 @@ def write_entity_vectors(index: ChunkIndex, snapshot: GraphSnapshot, folder: Pat
     entities = [e for e in snapshot.entities if any(c in index.by_id for c in e.chunk_ids)]
     with blas_limit():
         vectors = entity_vectors.compute(entities, index.embedder, index.vector_cache)
+    vectors = entity_vectors.with_ann(vectors, index.settings.entity_hnsw_threshold)
     entity_vectors.save(vectors, folder)
     return len(vectors.ids)
 
@@ -254,8 +255,9 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
                 index.graph_walk = walk_for_index(snap.graph(), index, walk_params(settings.retrieval))
             with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
                 vectors = entity_vectors.load(paths.index_dir, index.embedder.name if index.embedder else None)
-                if vectors is not None:
-                    index.graph_walk.attach_vectors(vectors)
+                if vectors is not None:  # an HNSW graph of them when there are many (built if not written)
+                    index.graph_walk.attach_vectors(
+                        entity_vectors.with_ann(vectors, settings.retrieval.entity_hnsw_threshold))
     except BaseException:
         index.close()
         raise
@@ -326,7 +328,7 @@ def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> 
     """The published generation's chunk index to build the next one from, or an empty index (with the
     workspace's vector cache) when ``fresh``, when there is none, or when it was built with other settings (then
     every chunk is indexed again; vectors come from the cache)."""
-    from retrieval.index import IndexMismatchError
+    from retrieval.index import CHUNK_TEXT, IndexMismatchError
     from retrieval.vector_cache import VectorCache
 
     cache = VectorCache(ws.root / "vectors.sqlite")
@@ -334,7 +336,11 @@ def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> 
     folder = current.index_dir if current else None
     if folder is not None:
         try:
-            return ChunkIndex.load(folder, settings.retrieval, vector_cache=cache, llm=settings.llm)
+            index = ChunkIndex.load(folder, settings.retrieval, vector_cache=cache, llm=settings.llm)
         except (FileNotFoundError, IndexMismatchError, ValueError, KeyError, OSError):
             pass
+        else:
+            if index.chunk_text == CHUNK_TEXT:
+                return index
+            index.close()  # built before chunks were indexed with their titles: every chunk is indexed again
     return ChunkIndex(settings.retrieval, vector_cache=cache, llm=settings.llm)

@@ -185,3 +185,44 @@ def test_unchanged_entities_reuse_their_cached_vectors(tmp_path: Path) -> None:
     assert loaded is not None and loaded.ids == second.ids and np.array_equal(loaded.matrix, second.matrix)
     assert entity_vectors.load(tmp_path, "another-embedder") is None  # not comparable with its questions
     cache.close()
+
+
+@needs_minilm
+def test_many_entities_are_looked_up_in_an_hnsw_graph_published_with_the_generation(tmp_path: Path) -> None:
+    """Above ``retrieval.entity_hnsw_threshold`` entities the nearest ones come from an HNSW graph, written with
+    the generation (listed in its manifest, so a damaged one is refused) and read when it loads; it links the
+    same entities as the product with all of them."""
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+    from strata.workspace import Workspace
+    from tests.test_graph_walk import QUESTION
+
+    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"},
+                              retrieval={"embedder": "minilm", "entity_hnsw_threshold": 2})
+    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    current = Workspace(settings.data_dir).current()
+    assert (current.index_dir / entity_vectors.ANN_FILE).exists()
+    assert f"index/{entity_vectors.ANN_FILE}" in json.loads((current.root / "manifest.json").read_text())["files"]
+    engine = Engine(settings)
+    try:
+        walk = engine.index.graph_walk
+        assert walk._ann is not None
+        link = engine.index.graph_link(PARAPHRASE)
+        assert link.by_vector[0] == "Journal of Quantum Gardening"
+        questions = [PARAPHRASE, QUESTION, "who tends the gardens of the society", "a harbour town"]
+        vectors = [engine.index.embedder.embed([q])[0] for q in questions]
+        by_graph = [[s.entity_id for s in walk.link(q, v).seeds] for q, v in zip(questions, vectors)]
+        loaded = entity_vectors.load(current.index_dir, engine.index.embedder.name)
+        walk.attach_vectors(entity_vectors.with_ann(loaded, 10**9))  # below the threshold: one product, exact
+        assert walk._ann is None
+        assert [[s.entity_id for s in walk.link(q, v).seeds] for q, v in zip(questions, vectors)] == by_graph
+    finally:
+        engine.close()
+    # Written under a threshold it is now above, the generation loads without its graph (not rebuilt).
+    engine = Engine(settings.model_copy(update={"retrieval": settings.retrieval.model_copy(
+        update={"entity_hnsw_threshold": 10**9})}))
+    try:
+        assert engine.index.graph_walk._ann is None
+        assert engine.index.graph_link(PARAPHRASE).by_vector[0] == "Journal of Quantum Gardening"
+    finally:
+        engine.close()

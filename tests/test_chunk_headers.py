@@ -1,0 +1,88 @@
+"""A chunk is indexed with its page's title: a passage from the middle of a page is found by what the page is
+about (retrieval.index.chunk_header), and an index from before headers serves until the next run rebuilds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.settings import StrataSettings
+from extraction.chunking import chunk_document
+from extraction.loader import load_folder
+from retrieval.index import ChunkIndex, chunk_header, indexed_text
+
+PAGE = """---
+title: quillon-lockfile
+description: A record of the exact tree that was installed
+---
+
+### Description
+
+""" + "\n\n".join(f"Paragraph {i} talks about trees, installs and teammates in general terms." for i in range(60)) + """
+
+### Retention
+
+Entries older than ninety days are pruned by the nightly sweeper job.
+"""
+
+OTHER = "# Sweeper notes\n\nThe sweeper job prunes stale entries from the warehouse every night.\n"
+
+
+def write(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "quillon-lockfile.md").write_text(PAGE, encoding="utf-8")
+    (folder / "sweeper.md").write_text(OTHER, encoding="utf-8")
+    return folder
+
+
+def test_a_chunk_in_the_middle_of_a_page_is_indexed_under_its_title(tmp_path: Path) -> None:
+    settings = StrataSettings(data_dir=tmp_path / "ws", retrieval={"embedder": "none"})
+    docs = {d.source: d for d in load_folder(write(tmp_path / "docs")).documents}
+    page = chunk_document(docs["quillon-lockfile.md"], settings.chunking)
+    assert len(page) >= 3
+    last = page[-1]
+    assert "quillon" not in last.text and "Retention" in last.text
+    assert chunk_header(last) == "quillon-lockfile: A record of the exact tree that was installed"
+    assert indexed_text(last).startswith(chunk_header(last) + "\n") and indexed_text(last).endswith(last.text)
+    heading = chunk_document(docs["sweeper.md"], settings.chunking)[0]
+    assert heading.metadata["title"] == "Sweeper notes" and chunk_header(heading) == ""  # opens with its title
+    index = ChunkIndex(settings.retrieval)
+    index.add([c for d in docs.values() for c in chunk_document(d, settings.chunking)])
+    # The question names the page ("quillon lockfile") and what the passage says; the passage names only the latter.
+    hits = index.search("how long does the quillon lockfile keep old entries", 3)
+    assert hits[0].chunk_id == last.id
+    assert hits[0].text == last.text  # results show the passage, not the header
+
+
+def test_an_index_from_before_headers_serves_and_the_next_run_builds_it_afresh(tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.generations import open_index
+    from strata.pipeline import index_folder
+    from strata.workspace import Workspace
+
+    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"},
+                              retrieval={"embedder": "none"})
+    folder = write(tmp_path / "docs")
+    index_folder(folder, settings)
+    ws = Workspace(settings.data_dir)
+    meta_path = ws.current().index_dir / "index.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["chunk_text"] == "title+text"
+    del meta["chunk_text"]  # as an older version wrote it (integrity is by the manifest: rewrite its hash too)
+    meta_path.write_text(json.dumps(meta))
+    manifest_path = ws.current().root / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    from strata import integrity
+
+    manifest["files"]["index/index.json"] = integrity.describe_files(ws.current().root)["index/index.json"]
+    manifest_path.write_text(json.dumps(manifest))
+    engine = Engine(settings)
+    try:
+        assert engine.index.chunk_text == "text" and engine.index.search("sweeper job", 1)
+    finally:
+        engine.close()
+    fresh = open_index(ws, settings)
+    try:
+        assert fresh.chunk_text == "title+text" and len(fresh) == 0  # every chunk is indexed again
+    finally:
+        fresh.close()
