@@ -8,8 +8,9 @@ scored by what makes a passage's sentence an answer rather than a sentence that 
 - the question's entities in it (names and identifiers the offline extractor finds in the question, and the
   index's known entities), and more than one of them together (a relation between them);
 - sitting under a heading that the question's words match, first under it, and reading as a definition of a
-  question term ("A gauge is ...", "``counter``: ..."); for a "what is X?" question, more so when X itself is
-  the defined subject, and most on the page or section titled X;
+  question term ("A gauge is ...", "``counter``: ..."); for a "what is X?" (or "what is X for?") question, more
+  so when X itself is the defined subject, and most on the page or section titled X, where any sentence whose
+  subject is X ("``package-lock.json`` is automatically generated ...") counts as its definition;
 - holding the kind of thing the question asks for (a number, a date, a name) that the question does not
   already contain: an answer adds something;
 - BM25 over the candidates and its passage's rank, as weaker signals.
@@ -80,12 +81,18 @@ _CAPITAL = re.compile(r"\b[^\W\d_][\w'’.-]*", re.UNICODE)
 _TERM = r"^\W{0,3}(?:(?:an?|the)\s+)?[`*_\"“]*((?:[\w.’'-]+\s+){0,3}[\w.’'-]+?)[`*_\"”]*\s*(?:\([^)]{0,60}\)\s*)?"
 _DEFINITION = re.compile(_TERM + r"(?:(?:is|are|refers to|means|denotes)\s+(?:an?|the|one|any)\b|"
                          r"(?:jest|to|są)\s|[:—–]\s)", re.I)
+# On the page titled by the asked term, a sentence whose subject is the term says what it is, whatever follows
+# the copula ("`package-lock.json` is automatically generated for ...").
+_SUBJECT = re.compile(_TERM + r"(?:is|are|jest|są)\s", re.I)
 
 
 # A question asking what a term is: "What is a Dispatcher?", "What are gauges?", "What does idempotent mean?",
 # "Define backpressure", "Co to jest licznik?", "Czym jest ...?", "调度器是什么？" (the term is at most four words).
 _ASKS_TERM = (
-    re.compile(r"^\W*(?:what|who)(?:\s+(?:is|are)|['’]s)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
+    # "What is package-lock.json for?", "What are workspaces used for?": what X is, as its page says.
+    # A term may hold dots ("Node.js", "package-lock.json"); a sentence's own full stop ends it.
+    re.compile(r"^\W*what\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<t>[^?,;]+?)\s+(?:used\s+)?for\s*[?.]*\s*$", re.I),
+    re.compile(r"^\W*(?:what|who)(?:\s+(?:is|are)|['’]s)\s+(?:an?\s+|the\s+)?(?P<t>[^?,;]+?)\s*[?.]*\s*$", re.I),
     re.compile(r"^\W*what\s+(?:does|do)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s+(?:mean|stand for|do)\s*[?.]*\s*$", re.I),
     re.compile(r"^\W*(?:define|explain)\s+(?:an?\s+|the\s+)?(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
     re.compile(r"^\W*(?:co to (?:jest|są)|czym (?:jest|są))\s+(?P<t>[^?.,;]+?)\s*[?.]*\s*$", re.I),
@@ -269,6 +276,7 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     ent, pair, head, definition, holds, subject = (np.zeros(len(units)) for _ in range(6))
     term = asked_term(question)
     term_toks = set(tok(term)) if term else set()
+    titled_ids = {p.chunk_id for p in titled(index, term)} if term else set()
     for i, u in enumerate(units):
         inside = [e for e in ents if _mentions(u.text, e)]
         under = [e for e in ents if e not in inside and _mentions(u.heading, e)]
@@ -289,7 +297,11 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
             # the core API ..."), above all on the page or section titled by X; not by one that names X in
             # passing or defines a neighbour of it.
             if term_toks and set(tok(m.group(1))) == term_toks:
-                subject[i] = 1.0 + float(set(tok(u.heading)) == term_toks)
+                subject[i] = 1.0 + float(set(tok(u.heading)) == term_toks or u.chunk_id in titled_ids)
+        elif term_toks and u.chunk_id in titled_ids and u.kind == "sentence":
+            m = _SUBJECT.match(u.text)
+            if m and set(tok(m.group(1))) == term_toks:
+                subject[i] = 2.0  # the page titled by X says what X is: as a definition there would
         if kind is not None:
             holds[i] = float(_holds(kind, u.text, q_words))
     dense = np.zeros(len(units))
@@ -363,8 +375,8 @@ _TITLES: "weakref.WeakKeyDictionary[Any, tuple[int, dict[frozenset[str], list[in
 
 def titled(index: Any, term: str) -> list[_Passage]:
     """The opening passages of the documents titled by ``term`` (their first line, a ``#`` heading or a title
-    line, says the term, give or take one word: "Dispatcher", "Class: Client"). Titles are read once per index
-    size and kept beside the index."""
+    line, or their front matter's ``title`` says the term, give or take one word: "Dispatcher", "Class: Client",
+    "package-lock.json"). Titles are read once per index size and kept beside the index."""
     rows = getattr(index, "rows", None)
     if not rows:
         return []
@@ -376,8 +388,10 @@ def titled(index: Any, term: str) -> list[_Passage]:
             if not chunk_is_first(row.chunk_id):
                 continue
             line = row.text.lstrip().split("\n", 1)[0].strip().lstrip("#").strip()
-            if 0 < len(line) <= 120:
-                by_title.setdefault(frozenset(tok(line)), []).append(i)
+            meta = row.fields.get("title")  # front matter's title (its first line is then a section heading)
+            for title in {line, meta.strip() if isinstance(meta, str) else ""}:
+                if 0 < len(title) <= 120:
+                    by_title.setdefault(frozenset(tok(title)), []).append(i)
         cached = (len(rows), by_title)
         _TITLES[index] = cached
     want = set(tok(term))
@@ -386,7 +400,7 @@ def titled(index: Any, term: str) -> list[_Passage]:
     alive = getattr(getattr(index, "bm25", None), "alive", None)
     out = [i for title, ids in cached[1].items() if want <= title and len(title - want) <= 1 for i in ids
            if alive is None or (i < len(alive) and alive[i])]
-    return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(out)[:2]]
+    return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(set(out))[:2]]
 
 
 def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector: np.ndarray | None,

@@ -29,6 +29,20 @@ def settings(tmp_path: Path) -> StrataSettings:
     return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
 
 
+def ask_offline(folder: Path, data_dir: Path, question: str):  # type: ignore[no-untyped-def]
+    """Index ``folder`` offline into ``data_dir`` and answer ``question`` there (strata.engine's Answer)."""
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    settings = StrataSettings(data_dir=data_dir, extraction={"mode": "offline"})
+    index_folder(folder, settings)
+    engine = Engine(settings)
+    try:
+        return engine.ask(question)
+    finally:
+        engine.close()
+
+
 def neo4j_settings() -> StoreSettings:
     return StoreSettings(
         backend="neo4j",

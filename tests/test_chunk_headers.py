@@ -86,3 +86,47 @@ def test_an_index_from_before_headers_serves_and_the_next_run_builds_it_afresh(t
         assert fresh.chunk_text == "title+text" and len(fresh) == 0  # every chunk is indexed again
     finally:
         fresh.close()
+
+
+LOCK_PAGE = """---
+title: quillon.lock
+description: A manifestation of the manifest
+---
+
+### Description
+
+`quillon.lock` is written whenever the installer changes the tree, and it records the exact version of every
+package that was installed, so that teammates install the same tree.
+
+### Format
+
+The file holds one entry per package, sorted by name.
+"""
+
+OPTIONS_PAGE = """# quillon audit
+
+#### `quillon-lock`
+
+If set to false, then ignore `quillon.lock` files when installing. This will also prevent writing `quillon.lock`
+if `save` is true.
+
+#### `quillon-lock-only`
+
+If set to true, the current operation will only use the `quillon.lock`, ignoring the tree on disk. For `list`
+this means the output will be based on the tree described by the `quillon.lock`.
+"""
+
+
+def test_what_a_file_is_for_is_answered_from_the_page_titled_by_it(tmp_path: Path) -> None:
+    """ "What is X for?" asks what X is: the page whose front matter titles it X answers with the sentence whose
+    subject is X, though it is no "X is a ..." definition, above a page that names X under every option."""
+    from tests.conftest import ask_offline
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "quillon-lock.md").write_text(LOCK_PAGE, encoding="utf-8")
+    (folder / "quillon-audit.md").write_text(OPTIONS_PAGE, encoding="utf-8")
+    answer = ask_offline(folder, tmp_path / "ws", "What is quillon.lock for?")
+    first = answer.text.strip().split("]", 1)[0] + "]"  # the first quote, through its citation
+    assert first.startswith("`quillon.lock` is written whenever the installer changes the tree")
+    assert first.endswith("[quillon-lock.md#0000]")

@@ -137,15 +137,11 @@ def test_the_demo_question_quotes_no_passage_a_second_hop_found_by_chance(tmp_pa
     """`make demo`'s first question: the second hop's search (the question plus the bridge sentence) reaches the
     Redis cache notes by incidental words; their best sentence scores a fraction of the answer's best and must not
     be quoted as part of why the billing-service returned HTTP 504."""
+    from tests.conftest import ask_offline
+
     folder = tmp_path / "notes"
     shutil.copytree(ROOT / "samples" / "infra-notes", folder)
-    settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
-    index_folder(folder, settings)
-    engine = Engine(settings)
-    try:
-        answer = engine.ask("Why did the billing-service return HTTP 504?")
-    finally:
-        engine.close()
+    answer = ask_offline(folder, tmp_path / "ws", "Why did the billing-service return HTTP 504?")
     cited = [c.chunk_id for c in answer.citations]
     assert cited and cited[0].startswith("billing-incident"), cited
     assert not any(c.startswith("search-cache") for c in cited), answer.text
