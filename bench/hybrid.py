@@ -197,6 +197,7 @@ def graph_latency(n: int, bm25: BM25Index, rows: list[IndexedChunk], vecs: np.nd
     served = with_ann(entity_vecs, RetrievalSettings().entity_hnsw_threshold)  # as a generation loads them
     ann_build = time.perf_counter() - t0
     index.graph_walk.attach_vectors(entity_vecs)  # exact first: the seeds the HNSW graph's are compared with
+
     def seeds(text: str, qv: np.ndarray) -> list[str]:  # the walk's seeds, by entity (the similarities computed
         return [s.entity_id for s in index.graph_walk.link(text, qv).seeds]  # by HNSW differ in the last bits)
 

@@ -11,6 +11,7 @@ from typing import Iterable
 
 from core.records import Chunk, Document, stable_hash
 from core.settings import ChunkingSettings
+from extraction.titles import document_title
 
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+(?:[_'’][^\W_]+)*|[^\w\s]|_+", re.UNICODE)
 
@@ -33,8 +34,6 @@ def chunk_document(doc: Document, settings: ChunkingSettings) -> list[Chunk]:
     size, step = settings.chunk_tokens, settings.chunk_tokens - settings.overlap_tokens
     metadata = doc.metadata
     if "title" not in metadata:  # a first-line "# " heading titles every chunk (retrieval.index.chunk_header)
-        from extraction.titles import document_title
-
         title = document_title(doc)
         metadata = {**metadata, "title": title} if title else metadata
     chunks: list[Chunk] = []

@@ -227,11 +227,13 @@ def _mentions(text: str, name: str) -> bool:
 
 @dataclass
 class _Pool:
-    """The candidate units and, for each, the rank of the passage it came from."""
+    """The candidate units and, for each, the rank of the passage it came from; the opening passages of the
+    pages titled by the term a "what is X?" question asks about (:func:`titled`)."""
 
     units: list[Unit]
     rank: list[float]
     seen: set[str]
+    titled: frozenset[str] = frozenset()
 
     def add(self, hits: Sequence[Any], first_rank: float) -> None:
         for r, hit in enumerate(hits):
@@ -276,7 +278,6 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     ent, pair, head, definition, holds, subject = (np.zeros(len(units)) for _ in range(6))
     term = asked_term(question)
     term_toks = set(tok(term)) if term else set()
-    titled_ids = {p.chunk_id for p in titled(index, term)} if term else set()
     for i, u in enumerate(units):
         inside = [e for e in ents if _mentions(u.text, e)]
         under = [e for e in ents if e not in inside and _mentions(u.heading, e)]
@@ -297,8 +298,8 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
             # the core API ..."), above all on the page or section titled by X; not by one that names X in
             # passing or defines a neighbour of it.
             if term_toks and set(tok(m.group(1))) == term_toks:
-                subject[i] = 1.0 + float(set(tok(u.heading)) == term_toks or u.chunk_id in titled_ids)
-        elif term_toks and u.chunk_id in titled_ids and u.kind == "sentence":
+                subject[i] = 1.0 + float(set(tok(u.heading)) == term_toks or u.chunk_id in pool.titled)
+        elif term_toks and u.chunk_id in pool.titled and u.kind == "sentence":
             m = _SUBJECT.match(u.text)
             if m and set(tok(m.group(1))) == term_toks:
                 subject[i] = 2.0  # the page titled by X says what X is: as a definition there would
@@ -412,11 +413,12 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
     search did not rank near the top join the candidates."""
     top = list(hits[:PASSAGES])
     term = asked_term(question)
-    if term:
+    pages = titled(index, term) if term else []
+    if pages:
         # "What is X?": the page titled X is read first, wherever the search ranked it.
         have = {h.chunk_id for h in top}
-        top = [p for p in titled(index, term) if p.chunk_id not in have] + top
-    pool = _Pool([], [], set())
+        top = [p for p in pages if p.chunk_id not in have] + top
+    pool = _Pool([], [], set(), frozenset(p.chunk_id for p in pages))
     pool.add(top, 0)
     _bound(pool, question, index)
     read = [h.chunk_id for h in top]

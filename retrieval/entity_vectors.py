@@ -44,13 +44,14 @@ class EntityVectors:
     recipe: str = RECIPE
     ann: Any = field(default=None, compare=False, repr=False)  # hnswlib.Index over the rows, when there is one
 
-    def nearest(self, query: np.ndarray, k: int = ANN_CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
-        """(rows, cosine similarities) of the ``k`` rows nearest the unit vector ``query`` by the HNSW graph,
-        best first (needs ``ann``)."""
-        k = min(k, len(self.ids))
-        self.ann.set_ef(max(ANN_EF, k))
-        labels, dists = self.ann.knn_query(np.asarray(query, np.float32), k=k, num_threads=1)
-        return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
+
+def nearest(ann: Any, query: np.ndarray, k: int = ANN_CANDIDATES) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cosine similarities) of the ``k`` rows nearest the unit vector ``query`` by the HNSW graph ``ann``
+    (:attr:`EntityVectors.ann`), best first."""
+    k = min(k, ann.get_current_count())
+    ann.set_ef(max(ANN_EF, k))
+    labels, dists = ann.knn_query(np.asarray(query, np.float32), k=k, num_threads=1)
+    return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
 
 
 def entity_text(entity: Entity, words: int = DESCRIPTION_WORDS) -> str:

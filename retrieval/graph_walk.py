@@ -35,6 +35,7 @@ from scipy import sparse
 
 from core.records import GraphSnapshot
 from extraction.resolution import normalize_name
+from retrieval import entity_vectors
 from retrieval.router import EntityLexicon, KnownEntity
 
 _SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
@@ -130,7 +131,7 @@ class GraphWalk:
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
         self.vector_embedder: str | None = None
-        self._ann: tuple[Any, np.ndarray] | None = None  # (EntityVectors with an HNSW graph, row -> position)
+        self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
@@ -145,7 +146,7 @@ class GraphWalk:
             matrix[pos] = vectors.matrix[src]
             position_of_row[src] = pos
         self.entity_vectors, self.vector_embedder = matrix, vectors.embedder
-        self._ann = (vectors, position_of_row) if vectors.ann is not None else None
+        self._ann = (vectors.ann, position_of_row) if vectors.ann is not None else None
         return len(have)
 
     # -- building ---------------------------------------------------------------------------------------------
@@ -279,8 +280,8 @@ class GraphWalk:
         if q.shape[0] != m.shape[1] or norm == 0:
             return None
         if self._ann is not None:
-            vectors, position_of_row = self._ann
-            rows, sims = vectors.nearest(q / norm)
+            ann, position_of_row = self._ann
+            rows, sims = entity_vectors.nearest(ann, q / norm)
             pos = position_of_row[rows]
             return pos[pos >= 0], sims[pos >= 0]
         return np.arange(self.n_entities), m @ (q / norm)
