@@ -22,7 +22,7 @@ import numpy as np
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
-from communities.titles import extractive_title, title_worthy, unique_titles
+from communities.titles import extractive_title, title_rank, title_worthy, unique_titles
 from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
 
@@ -76,6 +76,18 @@ class ExtractiveReportWriter:
         self.chunks = dict(chunks or {})
         self._idf: Idf | None = idf
         self._sentences: dict[str, list[tuple[Sentence, str]]] = {}  # per chunk: its whole sentences, normalized
+        self._titled: bool | None = None
+
+    def _page_titles(self, ctx: CommunityContext) -> frozenset[str]:
+        """The titles (casefolded) of the community's passages' pages, when the corpus has several titled pages
+        (one book's title names every community alike)."""
+        if self._titled is None:
+            seen = {str(c.metadata.get("title", "")).casefold() for c in self.chunks.values()} - {""}
+            self._titled = len(seen) > 1
+        if not self._titled:
+            return frozenset()
+        return frozenset(str(c.metadata["title"]).casefold() for cid in ctx.passages
+                         if (c := self.chunks.get(cid)) is not None and c.metadata.get("title"))
 
     @property
     def idf(self) -> Idf:
@@ -106,14 +118,15 @@ class ExtractiveReportWriter:
         findings = self._quoted_findings(ctx, ranked, deg, candidates) if candidates else []
         if not findings:
             findings = self._graph_findings(ctx, ranked)
-        main = normalized(ranked[0].name) if ranked else ctx.community.id
-        names = [normalized(e.name) for e in ranked]
+        leads = title_rank(ctx.entities, deg, self._page_titles(ctx))
+        main = normalized(leads[0].name) if leads else ctx.community.id
+        names = [normalized(e.name) for e in leads]
         texts = [s.text for s in candidates] or [f.text for f in findings]
         terms = key_terms(texts, self.idf, exclude=names, k=5)
         types = Counter(e.type for e in ctx.entities)
         kind = types.most_common(1)[0][0].replace("_", " ") if types else "unnamed"
         about = [t for t in terms if title_worthy(t)][:2]
-        title = extractive_title(ranked, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities"
+        title = extractive_title(leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities"
                                  + (f" about {_join_names(about)}" if about else ""))
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
         others = [n for n in names[1:4] if n != main]
@@ -218,9 +231,7 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
 
     def members(community_id: str) -> list[str]:
         ctx = contexts[community_id]
-        deg = ctx.degree()
-        ranked = sorted(ctx.entities, key=lambda e: (-deg[e.id], -len(e.chunk_ids), e.name))
-        return [e.name for e in ranked if title_worthy(e.name)]
+        return [e.name for e in title_rank(ctx.entities, ctx.degree()) if title_worthy(e.name)]
 
     for level in sorted({c.level for c in communities}, reverse=True):
         todo: list[tuple[Community, CommunityContext, dict]] = []  # type: ignore[type-arg]

@@ -7,6 +7,12 @@ both and saying something of them ("billing-service depends on Redis", "Cratchit
 central pair first. Without such a clause it names the leading members ("Scrooge with Bob Cratchit and Fred").
 No keyword lists.
 
+:func:`title_rank` orders a community's members for its title: by weighted degree, where a name that is one plain
+lower-case word ("name", "version", "latest": a word of the text more than a name) counts a third, and a member
+that titles one of the community's pages (a corpus of several titled documents) counts double: on a docs site
+"npm update with npm-outdated and npm access" says what a community is about where "latest with URL and git" does
+not.
+
 :func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
 title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
 ranked member that the other communities do not hold ("..., with Fezziwig"), else by any member not yet in the
@@ -16,12 +22,15 @@ title, else by its level in words.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from core.records import Entity, Relation, Report
 from extraction.junk import FUNCTION_WORDS, junk_reason
 
 MAX_TITLE_WORDS = 14
+MAX_CLAUSE_WORDS = 10  # a longer span is a sentence read out, not a title
+_CONJUNCTIONS = {"and", "or", "nor", "as", "plus", "versus"}
+_OPEN_ENDS = {"both", "either", "neither", "between", "from"}  # "... for both npm publish" goes on "and npm install"
 _TOKEN = re.compile(r"^[^\W_][\w'’.&+-]*$")
 _STRIP = ",.;:!?()\"'“”‘’"
 _LEVEL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
@@ -57,6 +66,30 @@ def title_worthy(name: str) -> bool:
     return junk_reason(name) is None and made_of_words(name)
 
 
+PLAIN_WORD_SHARE = 1 / 3  # the weight of a one-word lower-case name in the title ranking
+PAGE_TITLE_BOOST = 2.0  # the weight of a member that titles one of the community's pages
+_PLAIN_WORD = re.compile(r"^[^\W\d_A-Z]+$")
+
+
+def plain_word(name: str) -> bool:
+    """Whether ``name`` is a single lower-case word of letters (no capital, digit, dot, dash or underscore)."""
+    return bool(_PLAIN_WORD.match(name)) and name.islower()
+
+
+def title_rank(entities: Iterable[Entity], degree: Mapping[str, float],
+               page_titles: Collection[str] = ()) -> list[Entity]:
+    """``entities`` in title order: weighted degree, a plain word's at :data:`PLAIN_WORD_SHARE`, a page title's
+    (``page_titles``, casefolded) at :data:`PAGE_TITLE_BOOST`; then mentions, then name."""
+    def weight(e: Entity) -> float:
+        w = degree.get(e.id, 0.0)
+        if plain_word(e.name):
+            w *= PLAIN_WORD_SHARE
+        if e.name.casefold() in page_titles:
+            w *= PAGE_TITLE_BOOST
+        return w
+    return sorted(entities, key=lambda e: (-weight(e), -len(e.chunk_ids), e.name))
+
+
 def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
 
@@ -86,6 +119,22 @@ def _clause(description: str, a: str, b: str, names: Sequence[str] = ()) -> str 
         middle = re.sub(re.escape(n), " ", middle, flags=re.I)
         for w in _name_words(n):
             middle = re.sub(r"(?<!\w)" + re.escape(w) + r"(?!\w)", " ", middle)
+    # A span naming two more of the members between its ends is a list of them ("devEngines property are cpu os
+    # libc runtime and packageManager"), not a clause about the two.
+    listed = {n.casefold() for n in names if n not in (a, b) and len(n) > 1
+              and re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", middle, re.I)}
+    if len(listed) >= 2:
+        return None
+    inner = re.findall(r"[^\W\d_][\w'’-]*", middle)
+    low = line.casefold()
+    last = max((a, b), key=lambda n: low.rfind(n.casefold()))
+    before_last = low[:low.rfind(last.casefold())].split()
+    conjunctions = sum(w.casefold() in _CONJUNCTIONS for w in inner)
+    if len(line.split()) > MAX_CLAUSE_WORDS or conjunctions >= 2 or "or" in (w.casefold() for w in inner) \
+            or (before_last and before_last[-1] in _OPEN_ENDS):
+        return None  # a list of names ("name and optionally ... onFail"), alternatives, or a span cut mid-phrase
+    if len(inner) >= 2 and not any(w.casefold() in FUNCTION_WORDS for w in inner):
+        return None  # a run of keywords ("externalReferences licenses license id MIT"), not a clause
     # What links them is said by a word that is not capitalized (a verb, a noun), not a function word, and
     # not part of a name.
     saying = [w for w in re.findall(r"[^\W\d_]+", middle)

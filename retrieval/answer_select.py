@@ -1,6 +1,7 @@
 """Choosing what a local answer quotes: the units of the top passages that answer the question.
 
-Candidates are the units (:mod:`retrieval.answer_units`) of the few best passages of the fused search. Each is
+Candidates are the units (:mod:`retrieval.answer_units`) of the few best passages of the fused search (and of a
+passage BM25 or the dense list ranks first, wherever the fusion put it among the hits). Each is
 scored by what makes a passage's sentence an answer rather than a sentence that shares words with it:
 
 - its own meaning: the cosine of its vector with the question's (embedded in one batch, only the candidates,
@@ -111,6 +112,66 @@ def asked_term(question: str) -> str | None:
                 return None
             return term
     return None
+
+
+# A question comparing two terms: "What is the difference between npm ci and npm install?", "How does X differ
+# from Y?", "X vs Y?", "Compare X and Y", "When should I use X instead of Y?" (each term at most four words).
+_T = r"[`*_\"“]*(?:an?\s+|the\s+)?(?P<{}>[^?,;]+?)[`*_\"”]*"
+_COMPARES = tuple(re.compile(p.format(a=_T.format("a"), b=_T.format("b")), re.I) for p in (
+    r"\bdifferences?\s+between\s+(?:using\s+)?{a}\s+and\s+(?:using\s+)?{b}\s*[?.]*\s*$",
+    r"^\W*how\s+(?:does|do|is|are)\s+{a}\s+(?:differ|different)\s+(?:from|than)\s+{b}\s*[?.]*\s*$",
+    r"^\W*what\s+(?:does|do)\s+{a}\s+do\s+differently\s+(?:from|than)\s+{b}\s*[?.]*\s*$",
+    r"^\W*compare\s+{a}\s+(?:and|with|to)\s+{b}\s*[?.]*\s*$",
+    r"\b(?:use|choose|pick|prefer)\s+{a}\s+(?:instead\s+of|rather\s+than|over)\s+{b}\s*[?.]*\s*$",
+    r"^\W*{a}\s+(?:vs\.?|versus)\s+{b}\s*[?.]*\s*$",
+))
+
+
+def compared_terms(question: str) -> tuple[str, str] | None:
+    """The two terms a question compares (None: not such a question, or a side is more than a term)."""
+    for pattern in _COMPARES:
+        m = pattern.search(question.strip())
+        if m:
+            a, b = (m.group(g).strip(" `*_\"'“”") for g in ("a", "b"))
+            if a and b and a.casefold() != b.casefold() and all(len(t.split()) <= 4 for t in (a, b)):
+                return a, b
+    return None
+
+
+# A how-to question: "How do I run a script defined in package.json?", "How can I deprecate a version?".
+_HOW_TO = re.compile(r"^\W*how\s+(?:do|can|should|could|would|may)\s+(?:i|you|we|one)\s+(?P<t>[^?]+?)\s*[?.]*\s*$", re.I)
+TASK_WORDS = 4  # the longest task phrase tried as a page title
+
+
+def task_phrases(question: str) -> list[str]:
+    """For a how-to question, the task's phrases that may title the page that documents it, longest first: its
+    verb with up to three of the content words after it ("run script defined", "run script", "run")."""
+    m = _HOW_TO.match(question.strip())
+    if not m:
+        return []
+    words = re.findall(r"[\w.'’-]+", m.group("t"))
+    if not words:
+        return []
+    content = [words[0]] + [w for w in words[1:] if w.lower() not in COMMON_WORDS]
+    return [" ".join(content[:n]) for n in range(min(TASK_WORDS, len(content)), 0, -1)]
+
+
+def task_pages(index: Any, question: str) -> list["_Passage"]:
+    """The opening passages of the pages a how-to question's task titles (:func:`titled`), by its longest phrase
+    that titles one; none for a one-word task that is a common word ("set", "use"): too many pages say it."""
+    for phrase in task_phrases(question):
+        if " " not in phrase and phrase.lower() in COMMON_WORDS:
+            break
+        pages = titled(index, phrase)
+        if pages:
+            return pages
+    return []
+
+
+def _names_term(text: str, term: str) -> bool:
+    """Whether ``text`` names ``term``, its words joined by spaces, hyphens, underscores or code marks."""
+    words = [re.escape(w) for w in re.findall(r"[\w.'’-]+", _folded(term))]
+    return bool(words) and re.search(r"(?<![\w-])" + r"[\s`_-]+".join(words) + r"(?![\w-])", _folded(text)) is not None
 
 
 def wanted(question: str) -> Wanted | None:
@@ -234,6 +295,8 @@ class _Pool:
     rank: list[float]
     seen: set[str]
     titled: frozenset[str] = frozenset()
+    compared: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())  # pages titled by either side
+    task: frozenset[str] = frozenset()  # pages titled by a how-to question's task
 
     def add(self, hits: Sequence[Any], first_rank: float) -> None:
         for r, hit in enumerate(hits):
@@ -278,6 +341,7 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     ent, pair, head, definition, holds, subject = (np.zeros(len(units)) for _ in range(6))
     term = asked_term(question)
     term_toks = set(tok(term)) if term else set()
+    sides = compared_terms(question)
     for i, u in enumerate(units):
         inside = [e for e in ents if _mentions(u.text, e)]
         under = [e for e in ents if e not in inside and _mentions(u.heading, e)]
@@ -303,6 +367,18 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
             m = _SUBJECT.match(u.text)
             if m and set(tok(m.group(1))) == term_toks:
                 subject[i] = 2.0  # the page titled by X says what X is: as a definition there would
+        if sides is not None:
+            # A comparison is answered by a unit that speaks of both sides: naming both, or on the page of one
+            # naming the other ("This command is similar to npm install, except ..." on the page titled npm-ci),
+            # the more so there.
+            on = [u.chunk_id in pool.compared[0], u.chunk_id in pool.compared[1]]
+            named = [_names_term(f"{u.heading} {u.text}", t) for t in sides]
+            if (named[0] or on[0]) and (named[1] or on[1]):
+                subject[i] = 1.0 + float((on[0] and named[1]) or (on[1] and named[0]))
+        if u.chunk_id in pool.task and u.kind in ("sentence", "code"):
+            # The page documenting the task: what opens its sections (the synopsis, the description's first
+            # sentence) says how, the rest of it less so.
+            subject[i] = max(subject[i], 2.0 if u.first_under_heading else 0.5)
         if kind is not None:
             holds[i] = float(_holds(kind, u.text, q_words))
     dense = np.zeros(len(units))
@@ -374,6 +450,13 @@ class _Passage:
 _TITLES: "weakref.WeakKeyDictionary[Any, tuple[int, dict[frozenset[str], list[int]]]]" = weakref.WeakKeyDictionary()
 
 
+def _words_of(tokens: frozenset[str]) -> frozenset[str]:
+    """``tokens`` without the compounds whose parts are among them (as they are, or stemmed: "deprec")."""
+    def parts_in(t: str) -> bool:
+        return all(any(q != t and p.startswith(q) for q in tokens) for p in t.split("-") if p)
+    return frozenset(t for t in tokens if not ("-" in t and parts_in(t)))
+
+
 def titled(index: Any, term: str) -> list[_Passage]:
     """The opening passages of the documents titled by ``term`` (their first line, a ``#`` heading or a title
     line, or their front matter's ``title`` says the term, give or take one word: "Dispatcher", "Class: Client",
@@ -399,8 +482,9 @@ def titled(index: Any, term: str) -> list[_Passage]:
     if not want:
         return []
     alive = getattr(getattr(index, "bm25", None), "alive", None)
-    out = [i for title, ids in cached[1].items() if want <= title and len(title - want) <= 1 for i in ids
-           if alive is None or (i < len(alive) and alive[i])]
+    # A compound token beside its parts ("npm-run-script" with npm, run, script) is not one more word.
+    out = [i for title, ids in cached[1].items() if want <= title and len(_words_of(title) - want) <= 1
+           for i in ids if alive is None or (i < len(alive) and alive[i])]
     return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(set(out))[:2]]
 
 
@@ -411,14 +495,24 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
     With ``search`` (the fused search, same filter), a second hop: the question with the best sentence of the
     top passage (the bridge) is searched again, and up to ``HOP_PASSAGES`` passages it finds that the first
     search did not rank near the top join the candidates."""
-    top = list(hits[:PASSAGES])
+    # The passages the fusion ranks first, and any that BM25 or the dense list ranks first: both text engines
+    # agreeing on a passage is evidence the graph list's order below it must not hide from the answer.
+    top = list(hits[:PASSAGES]) + [h for h in hits[PASSAGES:] if 1 in (getattr(h, "sparse_rank", None),
+                                                                        getattr(h, "dense_rank", None))]
     term = asked_term(question)
     pages = titled(index, term) if term else []
-    if pages:
-        # "What is X?": the page titled X is read first, wherever the search ranked it.
+    sides = compared_terms(question) if term is None else None
+    side_pages = [titled(index, t) for t in sides] if sides else [[], []]
+    tasks = task_pages(index, question) if term is None and sides is None else []
+    if pages or sides or tasks:
+        # "What is X?": the page titled X is read first, wherever the search ranked it; "X vs Y?": both pages;
+        # "How do I run a script?": the page titled by the task ("npm-run-script").
         have = {h.chunk_id for h in top}
-        top = [p for p in pages if p.chunk_id not in have] + top
-    pool = _Pool([], [], set(), frozenset(p.chunk_id for p in pages))
+        first = [p for p in pages + side_pages[0] + side_pages[1] + tasks if p.chunk_id not in have]
+        top = list({p.chunk_id: p for p in first}.values()) + top
+    pool = _Pool([], [], set(), frozenset(p.chunk_id for p in pages),
+                 (frozenset(p.chunk_id for p in side_pages[0]), frozenset(p.chunk_id for p in side_pages[1])),
+                 frozenset(p.chunk_id for p in tasks))
     pool.add(top, 0)
     _bound(pool, question, index)
     read = [h.chunk_id for h in top]

@@ -7,8 +7,10 @@ A unit is always ``chunk.text[start:end]``, so a citation points at it. Sentence
 - a fenced code block (```` ``` ```` or ``~~~``) is one unit when both of its fences are in the chunk, and no
   part of it is ever quoted when the chunk cuts it (a window that opens or ends inside the fence);
 - a Markdown list or table that the chunk holds whole (text follows it, and it does not open a chunk that
-  starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one; of
-  a list too long for that, or cut by the window, each whole item is a unit (an option and what it does);
+  starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one,
+  with the sentence that introduces it when one ending in a colon stands right above it ("The main differences
+  between using npm install and npm ci are:"); of a list too long for that, or cut by the window, each whole
+  item is a unit (an option and what it does);
 - a sentence that says nothing outside its links ("Implements [X](x.md#x).") is no unit: it points elsewhere;
 - every unit knows the nearest heading above it (a ``#`` line, or the title line that opens a document) and
   whether it is the first unit under that heading.
@@ -33,6 +35,26 @@ _ROW = re.compile(r"^[ \t]*\|")
 _LINK = re.compile(r"!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\((?:[^()\n]|\([^()\n]*\))*\)|<https?://[^>\s]+>|https?://\S+")
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 MIN_PROSE_WORDS = 3  # a sentence with fewer words outside its links is a pointer, not an answer
+MAX_LEAD_IN_CHARS = 300  # a list's introducing sentence is at most this long
+
+
+def _lead_in(text: str, start: int, skip: list[tuple[int, int]]) -> int:
+    """Where the sentence introducing the block at ``start`` begins: the last sentence of the paragraph right
+    above it, when that paragraph ends with a colon and is prose (no heading, list item, table row or code);
+    else ``start``."""
+    above = text[:start].rstrip()
+    if not above.endswith(":") or any(s <= len(above) - 1 < e for s, e in skip):
+        return start
+    para_start = max(above.rfind("\n\n") + 2 if "\n\n" in above else 0, 0)
+    para = above[para_start:]
+    if (not para.strip() or len(para) > 4 * MAX_LEAD_IN_CHARS or _HEADING.search(para) or _FENCE.search(para)
+            or any(_ITEM.match(ln) or _ROW.match(ln) for ln in para.splitlines())):
+        return start
+    # the last sentence of the paragraph: after its last full stop that a space or a line break follows
+    cut = max((m.end() for m in re.finditer(r"[.!?][\"')\]]*\s+", para)), default=0)
+    lead = para_start + cut
+    lead += len(text[lead:start]) - len(text[lead:start].lstrip())
+    return lead if 0 < start - lead <= MAX_LEAD_IN_CHARS + 2 else start
 
 
 def link_only(text: str) -> bool:
@@ -175,6 +197,7 @@ def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit
             continue
         if kind == "list" and sum(1 for ln in text[s:e].splitlines() if _ITEM.match(ln)) < 2:
             continue  # a single item reads as a sentence
+        s = _lead_in(text, s, code_like)
         spans.append((s, e, kind))
         kept_blocks.append((s, e))
     taken = code_like + kept_blocks

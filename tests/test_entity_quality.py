@@ -11,6 +11,7 @@ import json
 
 from pathlib import Path
 
+from communities.context import GraphIndex
 from communities.reports import ExtractiveReportWriter, write_reports
 from communities.sentences import whole_sentences
 from communities.titles import made_of_words
@@ -204,3 +205,33 @@ def test_titles_are_words_and_never_shared() -> None:
     # A kept report keeps its title; the same reports again change nothing.
     again, written = write_reports(comms, snap, ExtractiveReportWriter(settings), settings, existing=reports)
     assert written == 0 and [r.title for r in again] == titles
+
+
+def test_a_docs_community_is_titled_by_its_pages_and_commands_not_plain_words_or_spans_cut_mid_list() -> None:
+    # A docs site: "latest" and "git" are the best connected members, but they are words of the text; the
+    # members that title the community's pages (npm-update, npm-outdated) and other commands say what it is about.
+    names = ["latest", "git", "npm-update", "npm-outdated", "npm access", "cpu", "os", "libc", "devEngines"]
+    ents = tuple(Entity(f"e{i}", n, "identifier", f"{n} appears.", ("u#0000", "o#0000"))
+                 for i, n in enumerate(names))
+    rels = [Relation(f"r{i}{j}", f"e{i}", f"e{j}", f"{names[i]} {names[j]}", ("u#0000",))
+            for i in range(2) for j in range(9) if i != j]
+    rels += [Relation("rx", "e2", "e3", "npm-update npm-outdated", ("u#0000",)),
+             Relation("ry", "e2", "e4", "npm-update npm access", ("o#0000",)),
+             # spans that are a list of members and a phrase cut before its second half: never titles
+             Relation("rl", "e8", "e5", "devEngines property are cpu os libc and runtime", ("o#0000",)),
+             Relation("rc", "e2", "e0", "npm-update has run the latest script for both latest", ("u#0000",))]
+    chunks = {"u#0000": Chunk("u#0000", "u", 0, "Update packages.", 0, 16, 3, "u.md", "h1", {"title": "npm-update"}),
+              "o#0000": Chunk("o#0000", "o", 0, "Check outdated.", 0, 15, 3, "o.md", "h2", {"title": "npm-outdated"})}
+    snap = GraphSnapshot(ents, tuple(rels))
+    settings = CommunitySettings()
+    comms = [Community("c0", 0, None, tuple(e.id for e in ents))]
+    reports, _ = write_reports(comms, snap, ExtractiveReportWriter(settings, chunks), settings)
+    title = reports[0].title
+    assert title.startswith("npm-update with npm-outdated"), title
+    assert "cpu" not in title and "property" not in title and "both" not in title, title
+    # One book: its title names every community alike, so it leads none.
+    one = {k: Chunk(c.id, c.document_id, 0, c.text, 0, 15, 3, c.source, c.content_hash, {"title": "A Book"})
+           for k, c in chunks.items()}
+    assert not ExtractiveReportWriter(settings, one)._page_titles(GraphIndex(snap).context(comms[0]))
+    book, _ = write_reports(comms, snap, ExtractiveReportWriter(settings, one), settings)
+    assert not book[0].title.startswith(("latest", "git")), book[0].title

@@ -1,0 +1,138 @@
+"""Answers on a command-line tool's docs: a comparison is answered by the page of one side that speaks of the
+other (and by the sentence that introduces its list of differences, quoted with the list), a how-to question by
+the page that the task titles (retrieval.answer_select.compared_terms, task_pages)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.answer_select import compared_terms, task_phrases
+from retrieval.answer_units import answer_units
+
+CI_PAGE = """---
+title: quill-ci
+description: Clean install a project
+---
+
+### Synopsis
+
+```bash
+quill ci
+```
+
+### Description
+
+This command is similar to `quill install`, except it is meant to be used in automated environments such as
+test platforms and deployment.
+
+The main differences between using `quill install` and `quill ci` are:
+
+* The project must have an existing `quill.lock`.
+* If the lock does not match `quillfile.json`, `quill ci` exits with an error instead of updating the lock.
+* It never writes to `quillfile.json` or to the lock: installs are frozen.
+
+### Configuration
+
+Options are read from `.quillrc`.
+"""
+
+INSTALL_PAGE = """---
+title: quill-install
+description: Install a package
+---
+
+### Description
+
+This command installs a package and any packages that it depends on into the project tree.
+"""
+
+HEADERS_PAGE = """---
+title: registry-headers
+description: What quill sends to the registry
+---
+
+### Headers
+
+* `Quill-In-CI`: set to "true" when quill believes this install is running in a ci environment during an
+  install, "false" otherwise; every install and every ci install sends it.
+* `Quill-Scope`: the scope of the project, when it has one; sent on every install and every ci run too.
+
+Both headers are sent by every install command, ci or not.
+"""
+
+RUN_PAGE = """---
+title: quill-run-script
+description: Run arbitrary package scripts
+---
+
+### Synopsis
+
+```bash
+quill run-script <command> [-- <args>]
+```
+
+### Description
+
+This runs an arbitrary command from a package's `"scripts"` object.
+"""
+
+SCRIPTS_PAGE = """---
+title: scripts
+description: How quill handles the scripts field
+---
+
+### Description
+
+The `"scripts"` property of `quillfile.json` holds script commands that are run at various times in the
+lifecycle of a package. A script defined in `quillfile.json` runs before or after another script defined in
+`quillfile.json` when its name starts with pre or post. Scripts defined in a workspace's `quillfile.json` run in
+that workspace. Every script defined in `quillfile.json` gets the project's `bin` folder on its path.
+"""
+
+
+def _docs(folder: Path) -> Path:
+    folder.mkdir()
+    for name, text in {"quill-ci.md": CI_PAGE, "quill-install.md": INSTALL_PAGE, "registry.md": HEADERS_PAGE,
+                       "quill-run-script.md": RUN_PAGE, "scripts.md": SCRIPTS_PAGE}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_a_list_is_quoted_with_the_sentence_that_introduces_it() -> None:
+    text = CI_PAGE.split("---\n", 2)[2]
+    lists = [u for u in answer_units("quill-ci.md#0000", text, True) if u.kind == "list"]
+    assert len(lists) == 1
+    assert lists[0].text.startswith("The main differences between using `quill install` and `quill ci` are:\n\n* ")
+    assert lists[0].text.rstrip().endswith("installs are frozen.")
+    # the sentence above the introducing one stays a sentence of its own
+    assert any(u.kind == "sentence" and u.text.startswith("This command is similar")
+               for u in answer_units("quill-ci.md#0000", text, True))
+
+
+def test_questions_that_compare_two_terms_or_ask_how_to_do_a_task_are_recognised() -> None:
+    assert compared_terms("What is the difference between quill ci and quill install?") == ("quill ci", "quill install")
+    assert compared_terms("How does a counter differ from a gauge?") == ("counter", "gauge")
+    assert compared_terms("When should I use `quill ci` instead of `quill install`?") == ("quill ci", "quill install")
+    assert compared_terms("What is the difference between the two?") is None
+    assert task_phrases("How do I run a script defined in quillfile.json?")[-2:] == ["run script", "run"]
+    assert task_phrases("What is quill?") == []
+
+
+def test_a_comparison_is_answered_by_the_page_of_one_side_that_speaks_of_the_other(tmp_path: Path) -> None:
+    from tests.conftest import ask_offline
+
+    answer = ask_offline(_docs(tmp_path / "docs"), tmp_path / "ws",
+                         "What is the difference between quill ci and quill install?")
+    first = answer.text.strip().split("]", 1)[0] + "]"
+    assert first.startswith("The main differences between using `quill install` and `quill ci` are:"), answer.text
+    assert "installs are frozen." in first and first.endswith("[quill-ci.md#0000]")
+    assert "Quill-In-CI" not in answer.text.split("[quill-ci.md#0000]")[0]
+
+
+def test_a_how_to_question_is_answered_from_the_page_its_task_titles(tmp_path: Path) -> None:
+    from tests.conftest import ask_offline
+
+    answer = ask_offline(_docs(tmp_path / "docs"), tmp_path / "ws",
+                         "How do I run a script defined in quillfile.json?")
+    assert "quill run-script <command>" in answer.text, answer.text
+    assert "This runs an arbitrary command from a package's" in answer.text
