@@ -25,7 +25,7 @@ from core.settings import ExtractionSettings
 # The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
 # markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
 # extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 4
+EXTRACTOR_VERSION = 5
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -178,10 +178,17 @@ def _is_sentence_start(sentence: str, offset: int) -> bool:
     return not prefix or prefix[-1] in ".!?:;“\"‘'"
 
 
+_REMARK = re.compile(r"\(\s*[a-z][a-z ,-]*\)$")  # "(optional)", "(deprecated)"
+
+
 def _opens_clause(sentence: str, offset: int) -> bool:
-    """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item."""
+    """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item, or stands right
+    after a code span, a type annotation or a lower-case remark in parentheses (an API reference's "* `callback`
+    {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is a type, not a
+    name; "Lothair II (835-869) King of ..." is not such a remark)."""
     prefix = sentence[:offset].rstrip()
-    return not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]" or _is_sentence_start(sentence, offset)
+    return (not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`" or _REMARK.search(prefix) is not None
+            or _is_sentence_start(sentence, offset))
 
 
 def _classify_kebab(token: str) -> str | None:

@@ -333,7 +333,15 @@ def _score(question: str, pool: _Pool, index: Any, query_vector: np.ndarray | No
     hop = np.zeros(len(units))
     others = [i for i, u in enumerate(units) if u.chunk_id != bridge_chunk]
     if b_terms and others:
-        hop[others] = _bm25(b_terms, [tok(f"{units[i].heading} {units[i].text}") for i in others])
+        toks = [tok(f"{units[i].heading} {units[i].text}") for i in others]
+        hop[others] = _bm25(b_terms, toks)
+        # A unit names what the bridge adds when it holds at least half of one of its names' words: one word
+        # shared with "deployctl apply --canary 10" ("apply") is no hop to it.
+        names = [set(tok(n)) - q_set for n in b_names]
+        for k, i in enumerate(others):
+            have = set(toks[k])
+            if not any(n and 2 * len(n & have) >= len(n) for n in names):
+                hop[i] = 0.0
     prior = 1.0 / (1.0 + np.asarray(pool.rank, np.float64))
     ents = question_entities(question, lexicon)
     q_words = {w.lower().strip(".'’") for w in re.findall(r"[\w'’.-]+", question)} | set(_DIGITS.findall(question))
@@ -482,10 +490,12 @@ def titled(index: Any, term: str) -> list[_Passage]:
     if not want:
         return []
     alive = getattr(getattr(index, "bm25", None), "alive", None)
-    # A compound token beside its parts ("npm-run-script" with npm, run, script) is not one more word.
-    out = [i for title, ids in cached[1].items() if want <= title and len(_words_of(title) - want) <= 1
-           for i in ids if alive is None or (i < len(alive) and alive[i])]
-    return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(set(out))[:2]]
+    # A compound token beside its parts ("npm-run-script" with npm, run, script) is not one more word; a page
+    # titled by the term exactly comes before one with a word more ("npm-install" before "npm-install-test").
+    out = {i: len(_words_of(title) - want) for title, ids in cached[1].items()
+           if want <= title and len(_words_of(title) - want) <= 1
+           for i in ids if alive is None or (i < len(alive) and alive[i])}
+    return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(out, key=lambda i: (out[i], i))[:2]]
 
 
 def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector: np.ndarray | None,

@@ -136,3 +136,19 @@ def test_a_how_to_question_is_answered_from_the_page_its_task_titles(tmp_path: P
                          "How do I run a script defined in quillfile.json?")
     assert "quill run-script <command>" in answer.text, answer.text
     assert "This runs an arbitrary command from a package's" in answer.text
+
+
+def test_a_second_hop_needs_a_name_the_bridge_adds_not_one_of_its_words(tmp_path: Path) -> None:
+    """The bridge "Roll out with `deployctl apply --canary 10` ..." adds the name "deployctl apply --canary 10";
+    a sentence elsewhere that shares only its word "apply" ("connection limits apply to their pools") is no hop."""
+    import shutil
+
+    from tests.conftest import ask_offline
+    from tests.test_console_browser import RUNBOOK
+
+    folder = tmp_path / "notes"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "samples" / "infra-notes", folder)
+    (folder / "deploy-runbook.md").write_text(RUNBOOK, encoding="utf-8")
+    answer = ask_offline(folder, tmp_path / "ws", "How do I roll back a deploy with deployctl?")
+    assert "deployctl rollback --to previous" in answer.text, answer.text
+    assert "PostgreSQL" not in answer.text and {c.chunk_id for c in answer.citations} == {"deploy-runbook.md#0000"}

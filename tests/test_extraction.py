@@ -59,3 +59,15 @@ def test_sentence_opening_words_are_entities_only_when_they_recur_mid_sentence()
     names = {e.name for e in OfflineExtractor(ExtractionSettings()).extract([chunk]).extractions[0].entities}
     assert {"Dulce", "Alex Mercer", "Alex", "Taylor", "Jordan", "billing-service"} <= names
     assert not names & {"Operation", "Connection", "Latency", "Focus", "I've"}
+
+
+def test_an_api_references_type_annotations_and_remarks_do_not_make_the_next_word_a_name() -> None:
+    text = ("### Options\n\n"
+            "* `callback` {Function} (optional) Invoked when the request has completed.\n"
+            "* `onError` {Function} Invoked with the error, if any.\n"
+            "* `maxRetries` {number} Maximum number of retries before the Dispatcher gives up.\n\n"
+            "Lothair II (835-869) Emperor Lothair's son held Lotharingia; the Dispatcher retries for Lothair II.\n")
+    chunk = Chunk("api#0000", "api", 0, text, 0, len(text), 60, "api.md", "h")
+    names = {e.name for e in OfflineExtractor(ExtractionSettings()).extract_chunk(chunk).entities}
+    assert not names & {"Function", "Invoked", "Maximum"}, names
+    assert {"Dispatcher", "Lothair II"} <= names, names
