@@ -184,6 +184,12 @@ class RetrievalSettings(BaseModel):
                                       "(bench.multihop, MiniLM: 0.4-0.7 tried on both dev sets)")
     graph_vector_seeds: int = Field(3, ge=0, le=100, description="at most this many entities seed the walk by vector "
                                                                  "(2, 3, 5, 10 tried)")
+    graph_vector_weight: float = Field(
+        0.4, ge=0, le=10, description="weight of an entity linked by the question's vector as a seed of the graph "
+                                      "walk, relative to a named entity of the same specificity, at similarity 1 "
+                                      "(bench.multihop R@5 MuSiQue / HotpotQA: 1.0 0.713 / 0.855, 0.7 0.718 / "
+                                      "0.855, 0.5 0.718 / 0.870, 0.4 0.722 / 0.875, 0.3 0.722 / 0.875, 0.1 0.718 / "
+                                      "0.875)")
     graph_vector_strong: float = Field(
         0.8, ge=-1, le=1.01, description="least similarity at which entities linked by vector alone (the question "
                                          "spells no entity's name) give the graph walk's list weight by default")

@@ -88,8 +88,8 @@ class WalkParams:
     vector_threshold: float = 0.5  # least cosine similarity of an entity's vector and the question's to seed
     vector_seeds: int = 3  # at most this many entities linked by vector
     vector_fill: bool = False  # vector links fill up to vector_seeds seeds in all (fewer beside named entities)
-    vector_weight: float = 1.0  # a vector seed's weight, relative to a name seed of the same specificity, at
-    # similarity 1 (it weighs its similarity times this)
+    vector_weight: float = 0.4  # a vector seed's weight, relative to a name seed of the same specificity, at
+    # similarity 1 (it weighs its similarity times this; retrieval.graph_vector_weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,4 +418,4 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
 def walk_params(settings: Any) -> WalkParams:
     """The walk's parameters from ``retrieval`` settings (core.settings.RetrievalSettings)."""
     return WalkParams(damping=settings.graph_damping, vector_threshold=settings.graph_vector_threshold,
-                      vector_seeds=settings.graph_vector_seeds)
+                      vector_seeds=settings.graph_vector_seeds, vector_weight=settings.graph_vector_weight)

@@ -284,7 +284,17 @@ def test_console_pages_in_a_browser(server: str, browser_page) -> None:  # type:
     page.wait_for_function("document.querySelectorAll('#q-rows tr').length === 1")
     assert page.inner_text("#q-rows tr td:nth-child(6)") == "api-gateway.md"
     assert '"dense_weight": 0.3' in (page.text_content("#q-request") or "")
+    assert "graph_weight" not in (page.text_content("#q-request") or "")  # empty: the index's default
+    assert "graph walk" in page.inner_text("#view-query p.muted")
     _shot(page, "console-query")
+    # graph_weight 0 turns the graph walk's list off: the heading's weights say so
+    page.fill("#q-filter", "")
+    page.fill("#q-graph", "0")
+    page.click("#query-form button[type=submit]")
+    page.wait_for_function("document.querySelector('#q-request').textContent.includes('\"graph_weight\": 0')")
+    _await(page, "#query-result:not([hidden])", "#query-error")
+    assert "graph walk" not in page.inner_text("#q-rrf-weights")
+    page.fill("#q-graph", "")
     page.fill("#q-filter", '{"source": {"near": 3}}')
     page.click("#query-form button[type=submit]")
     page.wait_for_selector("#query-error:not([hidden])")

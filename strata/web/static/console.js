@@ -325,6 +325,7 @@ $("query-form").addEventListener("submit", async (ev) => {
     const request = { query_id: $("q-id").value.trim() || "console-" + queryCount, search_text: $("q-text").value, top_k: Number($("q-topk").value) };
     if ($("q-custom").checked) {
       request.hybrid_params = { dense_weight: Number($("q-dense").value), sparse_weight: Number($("q-sparse").value), rrf_k_constant: Number($("q-k").value) };
+      if ($("q-graph").value.trim() !== "") request.hybrid_params.graph_weight = Number($("q-graph").value);
     }
     const filter = parseJsonField($("q-filter"), "metadata_filter");
     if (filter) request.metadata_filter = filter;
