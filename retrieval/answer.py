@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -404,10 +405,28 @@ def _ranked_points(cands: Sequence[tuple[int, Point, float]], scores: np.ndarray
     return [p for _, _, p in ranked]
 
 
+MAX_PAGES = 4  # page titles named under a community in a global answer
+
+
+def report_pages(reports: Sequence[Report], index: ChunkIndex) -> dict[str, list[str]]:
+    """Per report, the titles of the pages its findings quote, most quoted first (at most :data:`MAX_PAGES`);
+    empty when the index's pages do not have several titles (one book, untitled notes)."""
+    def title(cid: str) -> str:
+        row = index.by_id.get(cid)
+        t = index.rows[row].fields.get("title") if row is not None else None
+        return t.strip() if isinstance(t, str) else ""
+
+    out = {r.community_id: [t for t, _ in Counter(title(c) for f in r.findings for c in f.chunk_ids[:1]).most_common()
+                            if t][:MAX_PAGES] for r in reports}
+    return out if len({t for ts in out.values() for t in ts}) > 1 else {}
+
+
 def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], index: ChunkIndex,
-                  max_points: int, token_budget: int = 600, *, per_report: int = 3, min_share: float = 0.5) -> Answer:
+                  max_points: int, token_budget: int = 600, *, per_report: int = 3, min_share: float = 0.5,
+                  pages: Mapping[str, Sequence[str]] | None = None) -> Answer:
     """Reduce step: MMR over the points (redundancy and a report's repeated points penalized), within a token
-    budget, grouped under their report titles in order of their best point."""
+    budget, grouped under their report titles in order of their best point; ``pages``: per report, the titles
+    of the pages it quotes, named after its title (what a docs site's reader knows the topics by)."""
     if not points:
         return Answer(question, route, "offline", "No community reports are indexed yet.", (), covered=False)
     # Points far below the best one (under ``min_share`` of its score) would only pad the answer.
@@ -443,7 +462,8 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
     quotes: list[Quote] = []
     for rid, group in groups.items():
         lines.append("")
-        lines.append(f"{group[0].title} (report {rid})")
+        on = (pages or {}).get(rid) or []
+        lines.append(f"{group[0].title} (report {rid})" + (f"; on the pages {', '.join(on)}" if on else ""))
         for p in group:
             lines.append(f"- {normalized(p.text)} [{', '.join(p.chunk_ids[:3])}]")
             quotes.append(Quote(p.chunk_ids[0] if p.chunk_ids else "", p.start, p.end, p.text, p.title))
@@ -474,7 +494,8 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     whole = about_the_whole(question, index.tokenizer)
     points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv, whole=whole)
     # A question about the whole gets the broadest communities' central points, a few from each.
-    answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3)
+    answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,
+                           pages=report_pages(selected, index))
     if cover.missing and (cover.best_cosine is None or cover.best_cosine < SEMANTIC_COVER):
         note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}."
         answer = Answer(answer.question, answer.route, answer.mode, answer.text + "\n\n" + note, answer.citations,

@@ -152,3 +152,24 @@ def test_a_second_hop_needs_a_name_the_bridge_adds_not_one_of_its_words(tmp_path
     answer = ask_offline(folder, tmp_path / "ws", "How do I roll back a deploy with deployctl?")
     assert "deployctl rollback --to previous" in answer.text, answer.text
     assert "PostgreSQL" not in answer.text and {c.chunk_id for c in answer.citations} == {"deploy-runbook.md#0000"}
+
+
+def test_a_global_answer_names_the_pages_each_community_quotes(tmp_path: Path) -> None:
+    from tests.conftest import ask_offline
+
+    folder = _docs(tmp_path / "docs")
+    answer = ask_offline(folder, tmp_path / "ws", "What are the main topics these docs cover?")
+    assert answer.route.route == "global", answer.route
+    titles = {"quill-ci", "quill-install", "registry-headers", "quill-run-script", "scripts"}
+    lines = [ln for ln in answer.text.splitlines() if "(report " in ln]
+    assert lines and all("; on the pages " in ln for ln in lines), answer.text
+    named = {t.strip() for ln in lines for t in ln.split("; on the pages ", 1)[1].split(",")}
+    assert named and named <= titles, named
+    # One untitled text names no pages: every community would be "on" the same one.
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "tale.txt").write_text(" ".join(
+        f"Marley warned Scrooge on night {i}. Scrooge and Bob Cratchit kept the counting-house open." for i in range(30)),
+        encoding="utf-8")
+    tale = ask_offline(book, tmp_path / "ws2", "What are the main themes of the whole story?")
+    assert "; on the pages " not in tale.text
