@@ -492,9 +492,13 @@ def titled(index: Any, term: str) -> list[_Passage]:
     alive = getattr(getattr(index, "bm25", None), "alive", None)
     # A compound token beside its parts ("npm-run-script" with npm, run, script) is not one more word; a page
     # titled by the term exactly comes before one with a word more ("npm-install" before "npm-install-test").
-    out = {i: len(_words_of(title) - want) for title, ids in cached[1].items()
-           if want <= title and len(_words_of(title) - want) <= 1
-           for i in ids if alive is None or (i < len(alive) and alive[i])}
+    out: dict[int, int] = {}  # row -> the title's words beyond the term
+    for title, ids in cached[1].items():
+        if not want <= title:
+            continue
+        extra = len(_words_of(title) - want)
+        if extra <= 1:
+            out.update((i, extra) for i in ids if alive is None or (i < len(alive) and alive[i]))
     return [_Passage(rows[i].chunk_id, rows[i].text) for i in sorted(out, key=lambda i: (out[i], i))[:2]]
 
 
