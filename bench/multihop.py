@@ -7,13 +7,15 @@ chunk: chunks of up to 8,192 tokens) into ``--data-dir`` (default: a folder unde
 directory named by the corpus's path), and later runs reuse that index unless another extractor made it (then it
 is indexed again first). The published generation is loaded as
 ``strata serve`` loads it, and every question is ranked five ways: BM25 alone, the dense list alone, the graph
-walk alone, the default fusion without the graph (``graph_weight=0``) and the default. For each: passage
+walk alone, the default fusion without the graph (``graph_weight=0``), the default without the second hop by
+title (``retrieval.hop_links`` 0: the walk's list fused, nothing moved beside the first hop) and the default. For
+each: passage
 ``recall_at_2`` and ``recall_at_5`` (share of a question's supporting passages in the top 2 / 5, averaged),
 ``all_at_8`` (share of questions with every supporting passage in the top 8), ``ndcg10`` and ``query_p50_ms``.
 Also printed: entity, relation and synonym-edge counts, how many entities have a vector, and the share of
 questions linked to an entity (by its name, and with a seed linked by the question's vector). Last
 line: one JSON object with those figures nested under ``bm25``, ``dense_alone``, ``graph_alone``,
-``default_no_graph`` and ``default``.
+``default_no_graph``, ``default_no_hops`` and ``default``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from core.records import stable_hash
 from core.settings import ChunkingSettings, ExtractionSettings, StrataSettings
 from core.threads import configure
 
-CONFIGS = ("bm25", "dense_alone", "graph_alone", "default_no_graph", "default")
+CONFIGS = ("bm25", "dense_alone", "graph_alone", "default_no_graph", "default_no_hops", "default")
 
 
 def load_queries(queries: Path, qrels: Path) -> tuple[dict[str, str], dict[str, set[str]]]:
@@ -126,6 +128,10 @@ def run_bench(settings: StrataSettings, qs: dict[str, str], rel: dict[str, set[s
     engine = Engine(settings)
     snap = engine.current
     index = snap.index
+    # The same generation without the second hop by title (retrieval.hops): the walk's own list, and the default
+    # before that step.
+    no_hops = Engine(settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"hop_links": 0})}))
+    bare = no_hops.current.index
     walk = index.graph_walk
     doc_of = {r.chunk_id: r.document_id for r in index.rows}
     depth = 10
@@ -138,9 +144,10 @@ def run_bench(settings: StrataSettings, qs: dict[str, str], rel: dict[str, set[s
                                             fusion="rrf")),
         "dense_alone": lambda q: docs(index.search(q, depth, dense_weight=1.0, sparse_weight=0.0, graph_weight=0.0,
                                                    fusion="rrf")),
-        "graph_alone": lambda q: docs(index.search(q, depth, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0,
-                                                   fusion="rrf")),
+        "graph_alone": lambda q: docs(bare.search(q, depth, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0,
+                                                  fusion="rrf")),
         "default_no_graph": lambda q: docs(index.search(q, depth, graph_weight=0.0)),
+        "default_no_hops": lambda q: docs(bare.search(q, depth)),
         "default": lambda q: docs(index.search(q, depth)),
     }
     results: dict[str, dict[str, float]] = {}
@@ -177,6 +184,7 @@ def run_bench(settings: StrataSettings, qs: dict[str, str], rel: dict[str, set[s
            "questions": len(qs),
            "passages": len(index), "pagerank": timing}
     engine.close()
+    no_hops.close()
     print(json.dumps(out))
 
 

@@ -36,6 +36,7 @@ from scipy import sparse
 from core.records import GraphSnapshot
 from extraction.resolution import normalize_name
 from retrieval import entity_vectors
+from retrieval.hops import TitleHops, base_title
 from retrieval.router import EntityLexicon, KnownEntity
 
 _SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
@@ -127,11 +128,13 @@ class GraphWalk:
         self.out_edges = out_edges  # row-stochastic over (entities, then rows): row j, where a walker at node j steps
         self.n_entities, self.n_rows = len(self.entity_ids), n_rows
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
-        self.max_words = max((k.count(" ") + 1 for k in keys), default=1)
+        # one word more than the longest name: a span may open with an article that walk_key drops ("The X Y Z")
+        self.max_words = max((k.count(" ") + 1 for k in keys), default=1) + 1
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
+        self.titles: TitleHops | None = None  # the rows' titles, for the second hop by title (retrieval.hops)
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
@@ -412,7 +415,17 @@ class GraphWalk:
 def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None) -> GraphWalk:
     """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words)."""
     tokenizer = index.tokenizer
-    return GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
+    walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
+    titles = [r.fields.get("title") if isinstance(r.fields.get("title"), str) else None for r in index.rows]
+    if any(titles):
+        mentions: dict[str, int] = {}
+        for t in {t for t in titles if t}:
+            base = base_title(t)
+            df = [walk.df[j] for j in walk.keys.get(walk_key(base), ())]
+            mentions[base.casefold()] = int(max(df, default=0))
+        walk.titles = TitleHops(titles, [r.document_id for r in index.rows], [r.text for r in index.rows],
+                                walk.is_stop, mentions, len(index.rows), walk.params.max_entity_share)
+    return walk
 
 
 def walk_params(settings: Any) -> WalkParams:

@@ -28,6 +28,7 @@ from retrieval.vector_cache import VectorCache
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, rerank_scores, weighted_rrf
 from retrieval.graph_fusion import WalkAhead, fuse_graph, graph_list, walk_ahead
+from retrieval.hops import Hop
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vectors import VectorIndex
 from core.records import Chunk, stable_hash
@@ -79,6 +80,7 @@ class SearchOutcome:
     graph_weight: float = 0.0  # the graph walk list's weight (0: not used)
     graph_seeds: tuple[str, ...] = ()  # the entities that seeded the walk
     graph_vector_seeds: tuple[str, ...] = ()  # those of them linked by the question's vector
+    hops: tuple[tuple[str, str, str], ...] = ()  # (chunk moved up, the first-hop chunk naming it, the title named)
 
 
 class RankingEngine(Protocol):
@@ -471,14 +473,26 @@ class ChunkIndex:
             order = sorted(order[:window], key=lambda row: -reranked[row]) + order[window:]  # stable
             score.update(reranked)
             ranking = "lexical rerank (rrf_score x term-match bonus)"
+        hops: list[Hop] = []
+        titles = getattr(self.graph_walk, "titles", None)
+        if walk.weight > 0 and titles is not None and s.hop_links > 0:
+            order, hops = titles.promote(text, order, s.hop_links, s.hop_window)
+            if hops:
+                # A moved passage takes the score of the place it takes, so the scores still descend.
+                ahead = [score.get(row, 0.0) for row in order]
+                for i in range(len(order) - 2, -1, -1):
+                    ahead[i] = max(ahead[i], ahead[i + 1])
+                score.update(zip(order, ahead))
+                ranking += f"; {len(hops)} passage(s) the first hop names by title moved up beside it"
         g_rank = {row: i for i, row in enumerate(walk.rows, start=1)}
         hits = []
         for row in order[:keep]:
             r = self.rows[row]
             hits.append(Hit(r.chunk_id, rrf.get(row, 0.0), r.text, r.source, r.document_id, s_rank.get(row),
                             d_rank.get(row), score.get(row, 0.0), g_rank.get(row)))
+        moved = tuple((self.rows[h.row].chunk_id, self.rows[h.named_by].chunk_id, h.title) for h in hops)
         return (SearchOutcome(hits, sparse_weight, dense_weight, q_lang, warnings, ranking, walk.weight, walk.seeds,
-                              walk.vector_seeds),
+                              walk.vector_seeds, moved),
                 len(order))
 
     def _dense_rank(self, text: str, depth: int, mask: np.ndarray | None,
