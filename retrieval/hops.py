@@ -44,21 +44,39 @@ def base_title(title: str) -> str:
     return _DISAMBIGUATOR.sub("", title).strip() or title
 
 
-def title_pattern(title: str, any_case: bool = False) -> re.Pattern[str] | None:
-    """A pattern finding ``title`` in text: its words in order, separated by anything that is not a letter or
-    digit, not inside a longer word; a capitalized word must be capitalized (``any_case``: no case rule)."""
-    words = _WORDS.findall(title)
-    if not words:
-        return None
-    parts = []
-    for w in words:
-        if any_case or not w[0].isalpha() or w[0].isupper():
-            parts.append(re.escape(w))  # a capitalized word is a name's: "Charmed" is not "charmed"
-        else:
-            up = w[0].upper()
-            parts.append((f"[{up}{w[0]}]" if len(up) == 1 else w[0]) + re.escape(w[1:]))  # may open a sentence
-    flags = re.IGNORECASE if any_case else 0
-    return re.compile(r"(?<!\w)" + r"[\W_]+".join(parts) + r"(?!\w)", flags)
+def title_words(title: str) -> tuple[str, ...]:
+    """The words of ``title`` (NFKC) as a text is searched for them."""
+    return tuple(_WORDS.findall(unicodedata.normalize("NFKC", title)))
+
+
+class Words:
+    """A text's words (NFKC; anything that is not a letter, digit or underscore separates them), searched for a
+    title's words in order, not inside longer words."""
+
+    def __init__(self, text: str) -> None:
+        self.words = _WORDS.findall(unicodedata.normalize("NFKC", text))
+        self.lower = " " + " ".join(w.lower() for w in self.words) + " "
+
+    def holds(self, title: tuple[str, ...], any_case: bool = False) -> bool:
+        """Whether the words of ``title`` occur here in order; unless ``any_case``, a capitalized word of the title
+        must be capitalized here ("Charmed" is not "charmed"), while a lowercase one may open a sentence."""
+        if not title:
+            return False
+        key = " " + " ".join(w.lower() for w in title) + " "
+        at = self.lower.find(key)
+        while at >= 0:
+            if any_case:
+                return True
+            i = self.lower.count(" ", 0, at)  # the words before the match: each follows one space
+            if all(not w[:1].isupper() or self.words[i + j][:1].isupper() for j, w in enumerate(title)):
+                return True
+            at = self.lower.find(key, at + 1)
+        return False
+
+
+def names(text: str, title: str, any_case: bool = False) -> bool:
+    """Whether ``text`` names ``title`` word for word (see :meth:`Words.holds`)."""
+    return Words(text).holds(title_words(title), any_case)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,36 +111,30 @@ class TitleHops:
             plain = "".join(_WORDS.findall(base_cf))
             self.linkable[base_cf] = (len(plain) >= MIN_TITLE_CHARS and len(docs) <= MAX_SHARED
                                       and not is_stop(base_cf) and mentions.get(base_cf, 0) <= limit)
-        self._in_text: dict[str, re.Pattern[str] | None] = {}
-        self._in_question: dict[str, re.Pattern[str] | None] = {}
+        self._words: dict[str, tuple[str, ...]] = {}  # base title -> its words, for the titles looked up
 
     def title_of(self, row: int) -> str | None:
         """The row's base title when it can name one document, else None."""
         t = self.titles[row] if 0 <= row < len(self.titles) else None
         return t if t and self.linkable.get(t.casefold(), False) else None
 
-    def _pattern(self, title: str, question: bool) -> re.Pattern[str] | None:
-        cache = self._in_question if question else self._in_text
-        if title not in cache:
-            cache[title] = title_pattern(title, any_case=question)
-        return cache[title]
-
-    def names(self, text: str, title: str, question: bool = False) -> bool:
-        """Whether ``text`` (NFKC-normalized) names ``title`` (in a question, in any case: people type questions
-        lowercase)."""
-        p = self._pattern(title, question)
-        return p is not None and p.search(text) is not None
+    def _title_words(self, title: str) -> tuple[str, ...]:
+        words = self._words.get(title)
+        if words is None:
+            words = self._words[title] = title_words(title)
+        return words
 
     def first_hop(self, question: str, order: Sequence[int]) -> list[int]:
         """The top row, and the rows among the first ``FIRST_HOP_DEPTH`` whose title the question names (one a
         document), in ``order``'s order."""
         if not order:
             return []
-        question = unicodedata.normalize("NFKC", question)
+        asked = Words(question)
         hop, docs = [order[0]], {self.documents[order[0]]}
         for row in order[1:FIRST_HOP_DEPTH]:
             title = self.title_of(row)
-            if title and self.documents[row] not in docs and self.names(question, title, question=True):
+            # In any case: people type questions lowercase.
+            if title and self.documents[row] not in docs and asked.holds(self._title_words(title), any_case=True):
                 hop.append(row)
                 docs.add(self.documents[row])
         return sorted(hop, key=list(order).index)
@@ -138,7 +150,7 @@ class TitleHops:
         taken_docs = {self.documents[r] for r in first}
         picked: list[Hop] = []
         for anchor in first:
-            text = unicodedata.normalize("NFKC", self.texts[anchor])
+            text = Words(self.texts[anchor])
             n = 0
             for row in order[:window]:
                 if n >= per_hop:
@@ -147,7 +159,7 @@ class TitleHops:
                 if doc in taken_docs:
                     continue
                 title = self.title_of(row)
-                if title and self.names(text, title):
+                if title and text.holds(self._title_words(title)):
                     picked.append(Hop(row, anchor, title))
                     taken_docs.add(doc)
                     n += 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.settings import StrataSettings
-from retrieval.hops import TitleHops, base_title, title_pattern
+from retrieval.hops import TitleHops, base_title, names
 
 STOP = {"about", "the", "and", "of", "overview"}
 
@@ -62,15 +62,14 @@ def test_a_comparison_names_both_first_hops_and_each_brings_what_it_names() -> N
 def test_titles_match_word_for_word_with_their_capitals() -> None:
     assert base_title("Steve Johnson (American football, born 1956)") == "Steve Johnson"
     assert base_title("(film)") == "(film)"
-    charmed = title_pattern("Charmed")
-    assert charmed.search("He starred in Charmed, a series on The WB.")
-    assert not charmed.search("She was charmed by the town.")
-    npm = title_pattern("npm install")
-    assert npm.search("Npm install reads package.json.") and npm.search("run `npm install` first")
-    assert not npm.search("npm installs nothing") and not title_pattern("Eun-ji").search("Eunji")
-    assert title_pattern("Jung Eun-ji").search("with Jung Eun–ji and others")  # any dash between its words
-    assert title_pattern("Jung Eun-ji").search("Jung Eun-ji, a singer")
-    assert title_pattern("Dawn Penn", any_case=True).search("who is dawn penn")
+    assert names("He starred in Charmed, a series on The WB.", "Charmed")
+    assert not names("She was charmed by the town.", "Charmed")
+    assert names("Npm install reads package.json.", "npm install") and names("run `npm install` first", "npm install")
+    assert not names("npm installs nothing", "npm install") and not names("Eunji", "Eun-ji")
+    assert names("with Jung Eun–ji and others", "Jung Eun-ji")  # any dash or space between its words
+    assert names("she was charmed, then Charmed aired", "Charmed")  # the next occurrence and not names("", "Charmed") and not names("x", "")
+    assert names("who is dawn penn", "Dawn Penn", any_case=True) and not names("who is dawn penn", "Dawn Penn")
+    assert names("Café Müller opened", "Café Müller") and names("Ｃafe", "Cafe")  # NFKC: a full-width letter
 
 
 def test_titles_that_cannot_name_one_document_never_link() -> None:
