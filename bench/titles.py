@@ -23,7 +23,9 @@ printed lists):
 4. files and paths: a ``/`` or ``\\``, or a name ending in a common file extension (images, documents, data,
    archives; a capitalized product such as "Node.js" is not a file);
 5. IDs and hashes: 7 or more hexadecimal characters with a digit; 12 or more characters mixing upper case,
-   lower case and digits; or, in a token of 12 or more characters, a piece of five letters or more without a
+   lower case and digits in scraps (pieces cut at case changes and digits shorter than 3 characters on average,
+   so a class or method name such as "ClientHttp2Session.setLocalWindowSize" is a name); or, in a token of 12 or
+   more characters, a piece of five letters or more without a
    vowel (pieces cut at case changes, so "relatedSpdxElement" is not an id);
 6. function words: every word is one of the retrieval tokenizer's English stop words;
 7. requirement keywords and markers: MUST, SHOULD, SHALL, MAY, REQUIRED, OPTIONAL, RECOMMENDED (capitals),
@@ -70,6 +72,14 @@ _LOWER_WORD = re.compile(r"(?<![\w./:@_-])[a-z]+(?![\w/:@_-])")
 _TOKEN_OK = re.compile(r"^[^\W_][\w'’.&+-]*$")
 
 
+def _mean_piece(tok: str) -> float:
+    """The mean length of ``tok``'s pieces cut at case changes, digits and punctuation: a code name reads in
+    pieces of words ("ClientHttp2Session": Client, Http, 2, Session: 4.5), an ID or a hash in scraps
+    ("PLoz-W_CUquUlnvoEBbqChb7A0ZEZsWSXt": 2.2)."""
+    pieces = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", tok)
+    return sum(map(len, pieces)) / len(pieces) if pieces else 0.0
+
+
 def junk(name: str, meta_keys: set[str], lower_counts: Counter[str], surface_counts: Counter[str]) -> str | None:
     """The rule (numbered as in the module docstring) that makes ``name`` junk, or None."""
     n = name.strip()
@@ -87,6 +97,7 @@ def junk(name: str, meta_keys: set[str], lower_counts: Counter[str], surface_cou
     for tok in n.split():
         if (re.fullmatch(r"[0-9a-fA-F]{7,}", tok) and re.search(r"\d", tok)
                 or len(tok) >= 12 and re.search(r"[A-Z]", tok) and re.search(r"[a-z]", tok) and re.search(r"\d", tok)
+                and _mean_piece(tok) < 3
                 or len(tok) >= 12 and any(len(p) >= 5 and not re.search(r"[aeiouyAEIOUY]", p)
                                           for p in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", tok))):
             return "5 ID or hash"
