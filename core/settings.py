@@ -196,7 +196,8 @@ class RetrievalSettings(BaseModel):
     hop_links: int = Field(
         2, ge=0, le=20, description="with the graph walk's list in use, each first-hop passage (the top one, and "
                                     "those titled by a name the question holds) brings up to this many passages "
-                                    "whose titles it names right after it (retrieval.hops; 0: off). bench.multihop "
+                                    "whose titles it names up after the first hop (retrieval.hops; 0: off). "
+                                    "bench.multihop "
                                     "R@5 HotpotQA / MuSiQue: 0 0.875 / 0.722, 1 0.925 / 0.740, 2 0.940 / 0.743, "
                                     "3 as 2")
     hop_window: int = Field(20, ge=1, le=1000, description="how deep in the fused candidates a named passage is "

@@ -422,7 +422,8 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
         for t in {t for t in titles if t}:
             base = base_title(t)
             df = [walk.df[j] for j in walk.keys.get(walk_key(base), ())]
-            mentions[base.casefold()] = int(max(df, default=0))
+            key = base.casefold()  # titles alike but for case share one count: the largest, in any order
+            mentions[key] = max(mentions.get(key, 0), int(max(df, default=0)))
         walk.titles = TitleHops(titles, [r.document_id for r in index.rows], [r.text for r in index.rows],
                                 walk.is_stop, mentions, len(index.rows), walk.params.max_entity_share)
     return walk

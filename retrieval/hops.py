@@ -12,8 +12,9 @@ the top five. This step reads the link where it is written:
 - a first-hop passage **names** a document when its text holds that document's title (the title without a
   trailing disambiguator, "Steve Johnson (American football, born 1956)" -> "Steve Johnson"), word for word,
   its capitalized words capitalized. Titles that cannot name one thing are never matched: shorter than four
-  characters, made only of stop words, shared by more than ``MAX_SHARED`` documents, or an entity mentioned
-  in more than the walk's ``max_entity_share`` of the chunks (a docs page titled "Install");
+  characters, without a letter (a year), made only of stop words, shared by more than ``MAX_SHARED`` documents,
+  or an entity mentioned in more than the walk's ``max_entity_share`` of the chunks; a one-word title does not
+  count where it opens a sentence ("Configuration is read from ..." does not name the page "Configuration");
 - the order becomes: the first-hop passages (in the fused order), then for each of them the best-ranked
   ``per_hop`` passages of other documents that it names, among the first ``window`` candidates, then the rest.
 
@@ -54,12 +55,20 @@ class Words:
     title's words in order, not inside longer words."""
 
     def __init__(self, text: str) -> None:
-        self.words = _WORDS.findall(unicodedata.normalize("NFKC", text))
+        text = unicodedata.normalize("NFKC", text)
+        found = list(_WORDS.finditer(text))
+        self.words = [m.group(0) for m in found]
         self.lower = " " + " ".join(w.lower() for w in self.words) + " "
+        # Words that open a sentence (the text's first, or one after . ! ? : or a line break): capitalized
+        # whatever they are.
+        ends = [0] + [m.end() for m in found[:-1]]
+        self.opening = [i == 0 or any(ch in ".!?:\n" for ch in text[end:m.start()])
+                        for i, (end, m) in enumerate(zip(ends, found))]
 
     def holds(self, title: tuple[str, ...], any_case: bool = False) -> bool:
         """Whether the words of ``title`` occur here in order; unless ``any_case``, a capitalized word of the title
-        must be capitalized here ("Charmed" is not "charmed"), while a lowercase one may open a sentence."""
+        must be capitalized here ("Charmed" is not "charmed"), while a lowercase one may open a sentence; a title
+        of one word does not count where it opens a sentence (any word is capitalized there)."""
         if not title:
             return False
         key = " " + " ".join(w.lower() for w in title) + " "
@@ -68,7 +77,8 @@ class Words:
             if any_case:
                 return True
             i = self.lower.count(" ", 0, at)  # the words before the match: each follows one space
-            if all(not w[:1].isupper() or self.words[i + j][:1].isupper() for j, w in enumerate(title)):
+            if (all(not w[:1].isupper() or self.words[i + j][:1].isupper() for j, w in enumerate(title))
+                    and not (len(title) == 1 and self.opening[i])):  # "Configuration is ...": any word opens so
                 return True
             at = self.lower.find(key, at + 1)
         return False
@@ -99,8 +109,9 @@ class TitleHops:
         self.texts = texts
         self.titles: list[str | None] = []
         docs_of: dict[str, set[str]] = {}
+        bases: dict[str, str] = {}  # raw title -> base title: a document's chunks share one
         for title, doc in zip(titles, documents):
-            base = base_title(title) if title else None
+            base = (bases.get(title) or bases.setdefault(title, base_title(title))) if title else None
             self.titles.append(base)
             if base:
                 docs_of.setdefault(base.casefold(), set()).add(doc)
@@ -110,6 +121,7 @@ class TitleHops:
         for base_cf, docs in docs_of.items():
             plain = "".join(_WORDS.findall(base_cf))
             self.linkable[base_cf] = (len(plain) >= MIN_TITLE_CHARS and len(docs) <= MAX_SHARED
+                                      and any(ch.isalpha() for ch in plain)  # not a year or a number
                                       and not is_stop(base_cf) and mentions.get(base_cf, 0) <= limit)
         self._words: dict[str, tuple[str, ...]] = {}  # base title -> its words, for the titles looked up
 
@@ -137,7 +149,7 @@ class TitleHops:
             if title and self.documents[row] not in docs and asked.holds(self._title_words(title), any_case=True):
                 hop.append(row)
                 docs.add(self.documents[row])
-        return sorted(hop, key=list(order).index)
+        return hop
 
     def promote(self, question: str, order: Sequence[int], per_hop: int, window: int
                 ) -> tuple[list[int], list[Hop]]:

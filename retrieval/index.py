@@ -475,15 +475,17 @@ class ChunkIndex:
             ranking = "lexical rerank (rrf_score x term-match bonus)"
         hops: list[Hop] = []
         titles = getattr(self.graph_walk, "titles", None)
-        if walk.weight > 0 and titles is not None and s.hop_links > 0:
+        if walk.weight > 0 and walk.rows and titles is not None and s.hop_links > 0:
+            before = order
             order, hops = titles.promote(text, order, s.hop_links, s.hop_window)
-            if hops:
-                # A moved passage takes the score of the place it takes, so the scores still descend.
-                ahead = [score.get(row, 0.0) for row in order]
+            if order != before:
+                # A passage moved up takes the score of the place it takes, so the scores still descend.
+                place = [score.get(row, 0.0) for row in order]
                 for i in range(len(order) - 2, -1, -1):
-                    ahead[i] = max(ahead[i], ahead[i + 1])
-                score.update(zip(order, ahead))
-                ranking += f"; {len(hops)} passage(s) the first hop names by title moved up beside it"
+                    place[i] = max(place[i], place[i + 1])
+                score.update(zip(order, place))
+                ranking += (f"; the first hop, then {len(hops)} passage(s) it names by title" if hops
+                            else "; the passages titled by the question's names first")
         g_rank = {row: i for i, row in enumerate(walk.rows, start=1)}
         hits = []
         for row in order[:keep]:

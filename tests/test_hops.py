@@ -55,6 +55,9 @@ def test_a_comparison_names_both_first_hops_and_each_brings_what_it_names() -> N
     order, moved = t.promote(q, [0, 1, 5, 2, 3, 4], per_hop=2, window=20)
     assert order == [0, 2, 3, 4, 1, 5]
     assert {(h.row, h.named_by) for h in moved} == {(3, 0), (4, 2)}
+    # A question naming two titles reorders the top even when neither first hop names anything.
+    plain = hops([("Alpha Film", "A film."), ("Other", "x"), ("Third One", "y"), ("Beta Film", "A film too.")])
+    assert plain.promote(q, [0, 1, 2, 3], per_hop=2, window=20) == ([0, 3, 1, 2], [])
     # A candidate that names a first hop (the link backwards) is not moved: Gamma stays where it was.
     assert order.index(5) > order.index(1)
 
@@ -67,9 +70,15 @@ def test_titles_match_word_for_word_with_their_capitals() -> None:
     assert names("Npm install reads package.json.", "npm install") and names("run `npm install` first", "npm install")
     assert not names("npm installs nothing", "npm install") and not names("Eunji", "Eun-ji")
     assert names("with Jung Eun–ji and others", "Jung Eun-ji")  # any dash or space between its words
-    assert names("she was charmed, then Charmed aired", "Charmed")  # the next occurrence and not names("", "Charmed") and not names("x", "")
+    assert names("she was charmed, then Charmed aired", "Charmed")  # the next occurrence
+    assert not names("", "Charmed") and not names("x", "")
+    # A one-word title opening a sentence is any word's capital; inside one, or in a longer title, it names.
+    assert not names("Configuration is read at start. Then it runs.", "Configuration")
+    assert not names("It starts.\nConfiguration follows.", "Configuration")
+    assert names("See the Configuration page.", "Configuration")
+    assert names("Trent Reznor produced it.", "Trent Reznor")
     assert names("who is dawn penn", "Dawn Penn", any_case=True) and not names("who is dawn penn", "Dawn Penn")
-    assert names("Café Müller opened", "Café Müller") and names("Ｃafe", "Cafe")  # NFKC: a full-width letter
+    assert names("Café Müller opened", "Café Müller") and names("at the Ｃafe", "Cafe")  # NFKC: a full-width letter
 
 
 def test_titles_that_cannot_name_one_document_never_link() -> None:
@@ -125,6 +134,6 @@ def test_a_search_moves_the_named_passage_up_and_says_so(tmp_path: Path) -> None
     if "mirela.md#0000" in [h.chunk_id for h in off.hits][:2]:
         raise AssertionError("the named passage was second already: the test shows nothing")
     assert on.hops == (("mirela.md#0000", "soundtrack.md#0000", "Mirela Kastrovic"),)
-    assert "moved up" in on.ranking
+    assert "1 passage(s) it names by title" in on.ranking
     scores = [h.score for h in on.hits]
     assert scores == sorted(scores, reverse=True)  # a moved passage takes its place's score
