@@ -54,6 +54,7 @@ WEIGHTS = {"dense": 0.45, "lexical": 0.35, "lexical_alone": 0.5, "entities": 0.2
            "definition": 0.25, "subject": 0.3, "holds": 0.15, "rank": 0.3, "hop": 0.2}
 TITLE_SHARE = 0.45  # a title line counts this share of a matching section heading
 KEEP_SHARE = 0.5  # a unit scoring under this share of the best one does not pad the answer
+WHY_CAUSE_BONUS = 0.2  # for a "why" question, a candidate saying "because", "due to" ... gains this share of the best
 DUPLICATE = 0.95  # a unit this similar to a quoted one is the same point again (an overlapping chunk, other words)
 HOP_KEEP_SHARE = 0.45  # the second hop's best unit is quoted only from this share of the best unit's score
 
@@ -172,6 +173,20 @@ def _names_term(text: str, term: str) -> bool:
     """Whether ``text`` names ``term``, its words joined by spaces, hyphens, underscores or code marks."""
     words = [re.escape(w) for w in re.findall(r"[\w.'’-]+", _folded(term))]
     return bool(words) and re.search(r"(?<![\w-])" + r"[\s`_-]+".join(words) + r"(?![\w-])", _folded(text)) is not None
+
+
+# A question asking for a cause ("Why did ...?", "What caused ...?") is answered by the sentence that explains
+# the event the question names, and an explanation follows what it explains ("... returned HTTP 504 ... The
+# billing-service waits on PostgreSQL, and the primary had reached max_connections."), or says so in words.
+_WHY = re.compile(r"^\W*(?:why\b|what (?:caused|causes|led to|leads to|made)\b|how come\b|for what reason\b|"
+                  r"dlaczego\b|czemu\b|为什么)", re.I)
+_CAUSE = re.compile(r"\b(?:because|due to|caused by|as a result|owing to|the reason|root cause|led to|leads to|"
+                    r"result(?:s|ed)? in|ponieważ|z powodu)\b|因为|由于", re.I)
+
+
+def asks_why(question: str) -> bool:
+    """Whether ``question`` asks for a cause (see ``_WHY``)."""
+    return bool(_WHY.search(question))
 
 
 def wanted(question: str) -> Wanted | None:
@@ -574,6 +589,18 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
         return Selection((), kind, tuple(read))
     position = {u: i for i, u in enumerate(units)}
     chosen = [position[u] for u in chain if u in position]
+    if asks_why(question) and chosen:
+        # The sentence after the one that names the event, in its passage, explains it more often than not; a
+        # candidate that says "because" or "due to" counts as explaining too.
+        first = units[chosen[0]]
+        after = [i for i, u in enumerate(units) if u.chunk_id == first.chunk_id and u.start >= first.end
+                 and u.kind == "sentence"] if first.kind == "sentence" else []
+        if after:
+            chosen.insert(1, min(after, key=lambda i: units[i].start))
+        score = score.copy()
+        for i, u in enumerate(units):
+            if scored.relevant[i] and _CAUSE.search(u.text):
+                score[i] += WHY_CAUSE_BONUS * float(score.max())
     if scored.vecs is not None:
         sim = scored.vecs @ scored.vecs.T
     else:

@@ -207,3 +207,16 @@ def test_route_reasons_argue_for_the_route_they_support() -> None:
     flat = _evidence(concentration=1.1)
     assert not any("stands out" in r for r in _reasons(flat, 0.1, "full"))
     assert any("stands out" in r for r in _reasons(flat, 0.9, "full"))
+
+
+@pytest.mark.parametrize("embedder", ["hashing", pytest.param("minilm", marks=needs_model)])
+def test_a_why_question_quotes_the_sentence_that_explains_the_event(embedder: str) -> None:
+    """The explanation follows the event it explains: "Why did the billing-service return HTTP 504?" quotes the
+    incident's next sentence (PostgreSQL had reached max_connections), not only the event again and the
+    gateway's timeouts; a candidate that says "because" counts as explaining too."""
+    index = _infra_index(embedder)
+    answer = local_answer("Why did the billing-service return HTTP 504?", forced("local"), index, 8, 4)
+    quoted = " ".join(p.text for p in answer.points)
+    assert "returned HTTP 504" in quoted and "had reached max_connections" in quoted
+    answer = local_answer("Why is PgBouncer preferred over raising max_connections?", forced("local"), index, 8, 4)
+    assert "because every connection costs memory" in answer.points[0].text.replace("\n", " ")
