@@ -1,4 +1,4 @@
-"""The second hop by title: passages that the first passage names, moved up beside it.
+"""The second hop by title: passages that the first passage names, moved up after the first hop.
 
 A two-hop question names its first passage ("the film Polish-Russian War", "the soundtrack of Natural Born
 Killers"); the passage it needs next is the one that the first *names*: the film's passage says who directed it,
