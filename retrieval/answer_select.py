@@ -598,9 +598,10 @@ def select(question: str, hits: Sequence[Any], index: Any, n: int, query_vector:
         if after:
             chosen.insert(1, min(after, key=lambda i: units[i].start))
         score = score.copy()
+        bonus = WHY_CAUSE_BONUS * float(score.max())  # of the best score before any bonus, for every candidate
         for i, u in enumerate(units):
             if scored.relevant[i] and _CAUSE.search(u.text):
-                score[i] += WHY_CAUSE_BONUS * float(score.max())
+                score[i] += bonus
     if scored.vecs is not None:
         sim = scored.vecs @ scored.vecs.T
     else:

@@ -111,7 +111,11 @@ class TitleHops:
         docs_of: dict[str, set[str]] = {}
         bases: dict[str, str] = {}  # raw title -> base title: a document's chunks share one
         for title, doc in zip(titles, documents):
-            base = (bases.get(title) or bases.setdefault(title, base_title(title))) if title else None
+            base = None
+            if title:
+                base = bases.get(title)
+                if base is None:
+                    base = bases[title] = base_title(title)
             self.titles.append(base)
             if base:
                 docs_of.setdefault(base.casefold(), set()).add(doc)
@@ -153,8 +157,8 @@ class TitleHops:
 
     def promote(self, question: str, order: Sequence[int], per_hop: int, window: int
                 ) -> tuple[list[int], list[Hop]]:
-        """``order`` with the first hop first and the passages it names right after it (see the module
-        docstring), and the passages moved for that reason."""
+        """``order`` with the first hop first, then the passages it names, then the rest (see the module
+        docstring), and the named passages that moved up."""
         order = list(order)
         if per_hop <= 0 or not order:
             return order, []
