@@ -56,6 +56,7 @@ _TITLES = frozenset({"mr.", "mrs.", "ms.", "dr.", "st.", "prof.", "gen.", "sen."
 _NUMBERINGS = frozenset({"no.", "nos.", "fig.", "figs.", "vol.", "vols.", "p.", "pp.", "ch.", "chap.", "sec.",
                          "eq.", "art.", "op.", "tab."})
 _INITIAL = re.compile(r"[A-Z]\.")
+_DOTTED = re.compile(r"(?:[A-Z]\.){2,}")  # "U.S.", "D.C.", "U.K."
 _NUMBER_NEXT = re.compile(r"\d|[IVXLC]+\b")
 
 
@@ -63,7 +64,8 @@ def _cut_in_a_name(before: str, after: str) -> bool:
     """Whether the splitter cut between ``before`` (ending in a full stop) and ``after`` at an initial or an
     abbreviation rather than at a sentence end: a single capital letter and a full stop followed by another such
     initial or by a capitalized word that is not a common one ("Iain M. Banks", "J. R. R. Tolkien", "A. A. Milne";
-    not "vitamin C. The"), or one of the abbreviations above."""
+    not "vitamin C. The"), a dotted abbreviation followed by such a word ("U.S. Route 52", "the U.K.
+    Parliament"; not "in the U.S. The"), or one of the abbreviations above."""
     tokens = before.split()
     token = tokens[-1].lstrip("\"'“‘([") if tokens else ""
     nxt = after.lstrip("\"'“‘([")
@@ -77,6 +79,8 @@ def _cut_in_a_name(before: str, after: str) -> bool:
         return False
     if low in _TITLES:
         return True
+    if _DOTTED.fullmatch(token) is not None:
+        return word.group(0).lower() not in STOP
     if _INITIAL.fullmatch(token) is None:
         return False
     return _INITIAL.match(nxt) is not None or word.group(0).lower() not in STOP

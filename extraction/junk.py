@@ -8,7 +8,8 @@
   and the HTTP methods of RFC 9110 (GET, POST, ...);
 - ``annotation``: the markers writers leave in text and code (TODO, FIXME, XXX, TBD) and admonition labels;
 - ``URL piece``: a scheme, ``www``, a top-level domain, a host name, or anything holding ``://``;
-- ``file or path``: a name with a file extension (``logo.png``, ``package.json``) or a path separator;
+- ``file or path``: a name with a file extension (``logo.png``, ``package.json``) or a path separator (a
+  folder written with its trailing slash, ``package/``, included);
 - ``markup``: Markdown, HTML or template characters, or a first character that is punctuation;
 - ``key: value``: a front-matter or configuration line rather than a name;
 - ``ID or hash``: hexadecimal digests, UUIDs, and long tokens that alternate letters and digits or switch case
@@ -90,7 +91,7 @@ def looks_like_id(token: str) -> bool:
 
 
 def _file_or_path(name: str) -> bool:
-    if "/" in name.strip("/") or "\\" in name or name.startswith(("./", "../", "~/", "/")):
+    if "/" in name.strip("/") or "\\" in name or name.startswith(("./", "../", "~/", "/")) or name.endswith("/"):
         return True
     m = re.fullmatch(r"\.?([\w.-]*?\w)\.([A-Za-z0-9]{1,8})", name)
     if not m:

@@ -25,7 +25,7 @@ from core.settings import ExtractionSettings
 # The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
 # markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
 # extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 5
+EXTRACTOR_VERSION = 6
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",

@@ -12,8 +12,8 @@ scored by what makes a passage's sentence an answer rather than a sentence that 
   question term ("A gauge is ...", "``counter``: ..."); for a "what is X?" (or "what is X for?") question, more
   so when X itself is the defined subject, and most on the page or section titled X, where any sentence whose
   subject is X ("``package-lock.json`` is automatically generated ...") counts as its definition;
-- holding the kind of thing the question asks for (a number, a date, a name) that the question does not
-  already contain: an answer adds something;
+- holding the kind of thing the question asks for (a number, a date, a name, a place: a name or a path) that the
+  question does not already contain: an answer adds something;
 - BM25 over the candidates and its passage's rank, as weaker signals.
 
 Selection: a chain of hops first (a multi-hop answer shows every hop): the bridge, the best unit naming the
@@ -43,7 +43,7 @@ from extraction.offline import COMMON_WORDS, find_entities
 from retrieval.answer_units import Unit, answer_units
 from retrieval.language import uncovered
 
-Wanted = Literal["number", "date", "name"]
+Wanted = Literal["number", "date", "name", "place"]
 PASSAGES = 5  # candidates come from this many of the best passages
 HOP_PASSAGES = 3  # passages each hop's search may add
 HOPS = 1  # searches after the first one, each from the chain's last link
@@ -66,7 +66,13 @@ _WANTS: tuple[tuple[Wanted, re.Pattern[str]], ...] = (
                           r"\bwhat (?:is the )?(?:percentage|price|cost|amount|population|size|port|version)\b|"
                           r"\bile\b|\bilu\b|多少|几", re.I)),
     ("name", re.compile(r"^\W*(?:who|whom|whose)\b|\b(?:who|whom|whose)\b|\bkto\b|\bkogo\b|\bkomu\b|谁", re.I)),
+    ("place", re.compile(r"\bwhere\b|\b(?:which|what) (?:city|country|state|town|county|province|region|"
+                         r"folder|directory)\b|"
+                         r"\bgdzie\b|哪里|哪儿|在哪", re.I)),
 )
+# A place in technical text is a path: "{prefix}/lib/node_modules", "~/.npmrc", "C:\\Users", "/etc/hosts".
+_PATH = re.compile(r"(?:[\w{}~$%.-]*[/\\][\w{}$%.-]+){2,}|~[/\\][\w.-]+|(?<![\w/])\.[a-z][\w-]*rc\b|\b[A-Z]:\\\w")
+_LINKS = re.compile(r"\]\([^)\s]*\)|\b(?:https?|ftp)://\S+|\bwww\.\S+")  # a link's target is no place it names
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December|"
@@ -204,6 +210,8 @@ def _holds(kind: Wanted, text: str, question_words: set[str]) -> bool:
     if kind == "number":
         return (any(m.group(0) not in question_words for m in _DIGITS.finditer(text))
                 or any(m.group(0).lower() not in question_words for m in _NUMBER_WORDS.finditer(text)))
+    if kind == "place" and any(m.group(0) not in question_words for m in _PATH.finditer(_LINKS.sub(" ", text))):
+        return True
     words = _CAPITAL.findall(text)[1:]  # a sentence's first word is capitalized whatever it is
     return any(w[:1].isupper() and w.lower().strip(".'’") not in question_words and w.lower() not in COMMON_WORDS
                for w in words)

@@ -107,8 +107,15 @@ def with_graph_seeds(decision: Any, index: Any, question: str) -> Any:
     generation published before entity vectors existed, that the walk links by names alone."""
     link = index.graph_link(question)
     reasons = list(decision.reasons)
-    by_vector = set(link.by_vector)
-    named = [n for n in link.names if n not in by_vector]
+    # The entities it names, as the question writes them; an entity written otherwise in the index follows in
+    # brackets ("packages (--package)"): the normalized names matched, not the spelling.
+    spellings: dict[str, list[str]] = {}
+    for s in link.seeds:
+        if s.by == "name":
+            spellings.setdefault(s.matched, []).append(s.name)
+    named = [span if all(n.casefold() == span.casefold() for n in names)
+             else f"{span} ({', '.join(n for n in names if n.casefold() != span.casefold())})"
+             for span, names in spellings.items()]
     close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
     parts = []
     if named:

@@ -250,21 +250,25 @@ class GraphWalk:
                     i += n - 1
                     break
             i += 1
-        for hit in self.lexicon.find(question):
+        written: dict[int, str] = {}  # a lexicon match: the question's words, for Seed.matched
+        for span, hit in self.lexicon.find_spans(question):
             key = walk_key(hit.name)
             if cased and hit.name != hit.name.lower() and hit.name not in question:
                 continue  # matched only in lowercase: the spans above judge case
             if any(f" {key} " in sp and sp != f" {key} " for sp in spans):
                 continue  # part of a longer name the question names ("Bad Day" in "... Very Bad Day")
             for j in self.keys.get(key, ()):
-                found.setdefault(j, hit.name)
+                if j not in found:
+                    found[j] = hit.name
+                    written[j] = span
         total = max(1, self.n_rows)
         limit = max(2.0, self.params.max_entity_share * total)
         seeds = []
         for j, matched in found.items():
             if self.df[j] > limit or self.is_stop(matched):
                 continue
-            seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
+            seeds.append(Seed(self.entity_ids[j], self.names[j], written.get(j, matched),
+                              math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
             room = self.params.vector_seeds - (len(seeds) if self.params.vector_fill else 0)
             seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)

@@ -78,15 +78,20 @@ class EntityLexicon:
         return len(self.by_key)
 
     def find(self, question: str) -> list[KnownEntity]:
+        return [e for _, e in self.find_spans(question)]
+
+    def find_spans(self, question: str) -> list[tuple[str, KnownEntity]]:
+        """The entities the question names, each once, with the question's words that named it first (the
+        entity may be written otherwise: "packages" names "--package" by its normalized name)."""
         words = re.findall(r"[\w.'’\-]+", question)
-        found: dict[str, KnownEntity] = {}
+        found: dict[str, tuple[str, KnownEntity]] = {}
         i = 0
         while i < len(words):
             for n in range(min(self.max_words, len(words) - i), 0, -1):
-                key = normalize_name(" ".join(words[i:i + n]), "name")
-                hit = self.by_key.get(key) or self.by_key.get(normalize_name(" ".join(words[i:i + n]), "identifier"))
+                span = " ".join(words[i:i + n])
+                hit = self.by_key.get(normalize_name(span, "name")) or self.by_key.get(normalize_name(span, "identifier"))
                 if hit:
-                    found[hit.name] = hit
+                    found.setdefault(hit.name, (span.rstrip(".'’") or span, hit))  # "Mercer." ends a sentence
                     i += n - 1
                     break
             i += 1

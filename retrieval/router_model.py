@@ -63,7 +63,7 @@ class Lexicon(Protocol):
 
     total_chunks: int
 
-    def find(self, question: str) -> list: ...  # type: ignore[type-arg]
+    def find_spans(self, question: str) -> list: ...  # type: ignore[type-arg]  # (the question's words, entity)
 
 
 class LexicalScorer(Protocol):
@@ -127,8 +127,9 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     specific: list[str] = []
     hubs: list[str] = []
     if lexicon is not None and lexicon.total_chunks > 0:
-        for e in lexicon.find(question):
-            (hubs if e.chunks / lexicon.total_chunks > HUB_SHARE else specific).append(e.name)
+        # Each entity once, shown as the question writes it (a reason quotes the question, not the index's form).
+        for span, e in lexicon.find_spans(question):
+            (hubs if e.chunks / lexicon.total_chunks > HUB_SHARE else specific).append(span)
     concentration = None
     if scorer is not None:
         top = scorer.top_scores(question, 10)

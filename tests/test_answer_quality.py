@@ -197,6 +197,29 @@ def test_route_reasons_show_real_entities_only() -> None:
     assert not re.search(r"\band\b,", reasons)
 
 
+def test_route_reasons_show_the_entities_as_the_question_writes_them() -> None:
+    """"packages" names the index's "--package" by its normalized name: the reason quotes the question's word,
+    and the graph walk's reason names the entity it reached in brackets; the evidence counts are the same."""
+    from core.records import Entity, GraphSnapshot
+    from retrieval.graph_fusion import with_graph_seeds
+    from retrieval.graph_walk import walk_for_index
+    from retrieval.router import EntityLexicon, KnownEntity
+    from retrieval.router_model import gather_evidence
+
+    lexicon = EntityLexicon([KnownEntity("--package", "identifier", 2), KnownEntity("Gauge", "name", 3)], 100)
+    ev = gather_evidence("Where are global packages installed, and what is a gauge?", lexicon)
+    assert ev.specific == ("packages", "gauge")
+    assert [e.name for e in lexicon.find("Where are global packages installed?")] == ["--package"]
+
+    doc = "# Install\n\nUse `--package` to name the package to install. Global installs go to the prefix folder.\n"
+    index = _index([_chunk("install.md", doc), _chunk("other.md", "# Other\n\nNothing about installing here.\n")])
+    index.graph_walk = walk_for_index(GraphSnapshot(
+        (Entity("e1", "--package", "identifier", "", (chunk_id("install.md", 0),)),), ()), index)
+    question = "Which packages does it install?"
+    reasons = " | ".join(with_graph_seeds(forced("local"), index, question).reasons)
+    assert "the entities it names: packages (--package)" in reasons, reasons
+
+
 def test_route_reasons_argue_for_the_route_they_support() -> None:
     concentrated = _evidence(concentration=3.1, cues=("main",))
     glob = _reasons(concentrated, 0.9, "full")
@@ -220,3 +243,17 @@ def test_a_why_question_quotes_the_sentence_that_explains_the_event(embedder: st
     assert "returned HTTP 504" in quoted and "had reached max_connections" in quoted
     answer = local_answer("Why is PgBouncer preferred over raising max_connections?", forced("local"), index, 8, 4)
     assert "because every connection costs memory" in answer.points[0].text.replace("\n", " ")
+
+
+def test_a_where_question_asks_for_a_place_a_name_or_a_path_not_a_link() -> None:
+    from retrieval.answer_select import _holds, wanted
+
+    assert wanted("Where are global packages installed?") == "place"
+    assert wanted("In what city did Nicholas I die?") == "place"
+    assert wanted("What county shares a border with McDowell County?") == "place"
+    assert wanted("Who founded the company?") == "name"
+    q = {"where", "are", "global", "packages", "installed"}
+    assert _holds("place", "Global installs on Unix systems go to `{prefix}/lib/node_modules`.", q)
+    assert _holds("place", "Settings are read from ~/.npmrc first.", q)
+    assert _holds("place", "He was born in a village near Wittendorp.", q)  # a name, as in prose
+    assert not _holds("place", "it can be set in [the config](/using-npm/config#global), see https://x.org/a/b", q)

@@ -1,5 +1,5 @@
 """Whole sentences are not cut at initials ("Iain M. Banks", "J. R. R. Tolkien") or common abbreviations
-("e.g.", "i.e.", "No. 5", "Dr. Watson"), while a sentence that ends in a capital letter or an abbreviation
+("e.g.", "i.e.", "No. 5", "Dr. Watson", "U.S. Route 52"), while a sentence that ends in a capital letter or an abbreviation
 before an ordinary sentence opening still ends there."""
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def units(text: str) -> list[str]:
     "The figures are in Vol. II of the report, see Fig. 3 there.",
     "Later Dr. Watson wrote the cases down in order.",
     "The song was recorded by George R. R. Martin's\nfriends in the studio that night.",
+    "Johnnycake is located on U.S. Route 52 in McDowell County.",
+    "The U.K. Parliament passed the act in 1998 after a long debate.",
 ])
 def test_one_sentence_is_one_unit(sentence: str) -> None:
     text = f"{sentence} The next sentence follows it here."
@@ -37,6 +39,8 @@ def test_one_sentence_is_one_unit(sentence: str) -> None:
      ["The patients were given vitamin A.", "A new study found that it was safe."]),
     ("He answered the question with a firm No. Nobody asked him anything again.",
      ["He answered the question with a firm No.", "Nobody asked him anything again."]),
+    ("The company moved its offices to the U.S. The move took two years in all.",
+     ["The company moved its offices to the U.S.", "The move took two years in all."]),
     ("The author was J. R. R. Tolkien.\n\nMany readers loved his books.",
      ["The author was J. R. R. Tolkien.", "Many readers loved his books."]),
 ])
