@@ -91,7 +91,7 @@ def looks_like_id(token: str) -> bool:
 
 
 def _file_or_path(name: str) -> bool:
-    if "/" in name.strip("/") or "\\" in name or name.startswith(("./", "../", "~/", "/")) or name.endswith("/"):
+    if "/" in name or "\\" in name:  # a separator anywhere: "a/b", "./x", "~/x", "/etc", "package/"
         return True
     m = re.fullmatch(r"\.?([\w.-]*?\w)\.([A-Za-z0-9]{1,8})", name)
     if not m:

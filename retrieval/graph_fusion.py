@@ -113,9 +113,10 @@ def with_graph_seeds(decision: Any, index: Any, question: str) -> Any:
     for s in link.seeds:
         if s.by == "name":
             spellings.setdefault(s.matched, []).append(s.name)
-    named = [span if all(n.casefold() == span.casefold() for n in names)
-             else f"{span} ({', '.join(n for n in names if n.casefold() != span.casefold())})"
-             for span, names in spellings.items()]
+    named = []
+    for span, names in spellings.items():
+        others = [n for n in names if n.casefold() != span.casefold()]
+        named.append(f"{span} ({', '.join(others)})" if others else span)
     close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
     parts = []
     if named:

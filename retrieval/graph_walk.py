@@ -236,7 +236,8 @@ class GraphWalk:
         def names(span: str, name: str) -> bool:
             return not cased or span != span.lower() or name == name.lower()
 
-        found: dict[int, str] = {}
+        # entity position -> (the text its stop-word check reads, the question's words that matched it)
+        found: dict[int, tuple[str, str]] = {}
         spans: list[str] = []
         i = 0
         while i < len(words):
@@ -245,12 +246,11 @@ class GraphWalk:
                 hits = [j for j in self.keys.get(walk_key(span), ()) if names(span, self.names[j])]
                 if hits and not self.is_stop(span):
                     for j in hits:
-                        found.setdefault(j, span)
+                        found.setdefault(j, (span, span))
                     spans.append(f" {walk_key(span)} ")
                     i += n - 1
                     break
             i += 1
-        written: dict[int, str] = {}  # a lexicon match: the question's words, for Seed.matched
         for span, hit in self.lexicon.find_spans(question):
             key = walk_key(hit.name)
             if cased and hit.name != hit.name.lower() and hit.name not in question:
@@ -258,17 +258,14 @@ class GraphWalk:
             if any(f" {key} " in sp and sp != f" {key} " for sp in spans):
                 continue  # part of a longer name the question names ("Bad Day" in "... Very Bad Day")
             for j in self.keys.get(key, ()):
-                if j not in found:
-                    found[j] = hit.name
-                    written[j] = span
+                found.setdefault(j, (hit.name, span))
         total = max(1, self.n_rows)
         limit = max(2.0, self.params.max_entity_share * total)
         seeds = []
-        for j, matched in found.items():
-            if self.df[j] > limit or self.is_stop(matched):
+        for j, (judged, matched) in found.items():
+            if self.df[j] > limit or self.is_stop(judged):
                 continue
-            seeds.append(Seed(self.entity_ids[j], self.names[j], written.get(j, matched),
-                              math.log(1.0 + total / self.df[j])))
+            seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
             room = self.params.vector_seeds - (len(seeds) if self.params.vector_fill else 0)
             seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)
