@@ -60,7 +60,9 @@ HOP_KEEP_SHARE = 0.45  # the second hop's best unit is quoted only from this sha
 
 # What a question asks for, by its question words (English, Polish, Chinese: the languages the router reads).
 _WANTS: tuple[tuple[Wanted, re.Pattern[str]], ...] = (
-    ("date", re.compile(r"\bwhen\b|\b(?:what|which|in which) (?:year|date|month|day|decade|century)\b|\bkiedy\b|"
+    # "When does the prepare script run?" asks in which case, not for a date: "when" before a present-tense or
+    # modal auxiliary, or "when to", is no date question ("When was it founded?", "When did it open?" are).
+    ("date", re.compile(r"\bwhen\b(?!\s+(?:do|does|should|can|could|will|would|must|might|may|to)\b)|\b(?:what|which|in which) (?:year|date|month|day|decade|century)\b|\bkiedy\b|"
                         r"\bw (?:którym|jakim) roku\b|何时|什么时候|哪一?年", re.I)),
     ("number", re.compile(r"\bhow (?:many|much|long|old|far|tall|high|big|large|often)\b|\bnumber of\b|"
                           r"\bwhat (?:is the )?(?:percentage|price|cost|amount|population|size|port|version)\b|"

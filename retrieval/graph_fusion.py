@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from retrieval.fusion import weighted_rrf
+from retrieval.router import as_written
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +110,10 @@ def with_graph_seeds(decision: Any, index: Any, question: str) -> Any:
     reasons = list(decision.reasons)
     # The entities it names, as the question writes them; an entity written otherwise in the index follows in
     # brackets ("packages (--package)"): the normalized names matched, not the spelling.
-    spellings: dict[str, list[str]] = {}
+    spellings: dict[str, dict[str, None]] = {}
     for s in link.seeds:
         if s.by == "name":
-            spellings.setdefault(s.matched, []).append(s.name)
+            spellings.setdefault(as_written(s.matched), {})[s.name] = None
     named = []
     for span, names in spellings.items():
         others = [n for n in names if n.casefold() != span.casefold()]

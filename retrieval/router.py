@@ -62,6 +62,15 @@ class RouteDecision:
                 "graph_vector_seeds": list(self.graph_vector_seeds)}
 
 
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\S)")  # lower case: "The Hague" keeps its article
+
+
+def as_written(span: str) -> str:
+    """The question's words that named an entity, as a reason shows them: without the sentence's full stop
+    ("Mercer.") or a leading article ("the registry", which names "registry": names are matched without one)."""
+    return _ARTICLE.sub("", span.rstrip(".'’")) or span
+
+
 class EntityLexicon:
     """Normalized entity names known to the index, with how many chunks mention each."""
 
@@ -91,7 +100,7 @@ class EntityLexicon:
                 span = " ".join(words[i:i + n])
                 hit = self.by_key.get(normalize_name(span, "name")) or self.by_key.get(normalize_name(span, "identifier"))
                 if hit:
-                    found.setdefault(hit.name, (span.rstrip(".'’") or span, hit))  # "Mercer." ends a sentence
+                    found.setdefault(hit.name, (as_written(span), hit))
                     i += n - 1
                     break
             i += 1

@@ -203,7 +203,7 @@ def test_route_reasons_show_the_entities_as_the_question_writes_them() -> None:
     from core.records import Entity, GraphSnapshot
     from retrieval.graph_fusion import with_graph_seeds
     from retrieval.graph_walk import walk_for_index
-    from retrieval.router import EntityLexicon, KnownEntity
+    from retrieval.router import EntityLexicon, KnownEntity, as_written
     from retrieval.router_model import gather_evidence
 
     lexicon = EntityLexicon([KnownEntity("--package", "identifier", 2), KnownEntity("Gauge", "name", 3)], 100)
@@ -214,10 +214,14 @@ def test_route_reasons_show_the_entities_as_the_question_writes_them() -> None:
     doc = "# Install\n\nUse `--package` to name the package to install. Global installs go to the prefix folder.\n"
     index = _index([_chunk("install.md", doc), _chunk("other.md", "# Other\n\nNothing about installing here.\n")])
     index.graph_walk = walk_for_index(GraphSnapshot(
-        (Entity("e1", "--package", "identifier", "", (chunk_id("install.md", 0),)),), ()), index)
+        (Entity("e1", "--package", "identifier", "", (chunk_id("install.md", 0),)),
+         Entity("e2", "--package", "name", "", (chunk_id("install.md", 0),))), ()), index)
     question = "Which packages does it install?"
     reasons = " | ".join(with_graph_seeds(forced("local"), index, question).reasons)
     assert "the entities it names: packages (--package)" in reasons, reasons
+    # the article is the question's, not the name's; an entity named twice (two types) is listed once
+    assert gather_evidence("How do I set the registry for a gauge?", lexicon).specific == ("gauge",)
+    assert [as_written(w) for w in ("the registry", "Mercer.", "The Hague")] == ["registry", "Mercer", "The Hague"]
 
 
 def test_route_reasons_argue_for_the_route_they_support() -> None:
@@ -252,6 +256,9 @@ def test_a_where_question_asks_for_a_place_a_name_or_a_path_not_a_link() -> None
     assert wanted("In what city did Nicholas I die?") == "place"
     assert wanted("What county shares a border with McDowell County?") == "place"
     assert wanted("Who founded the company?") == "name"
+    # "when" asks for a date of an event, not for the case in which something happens
+    assert wanted("When was the company founded?") == wanted("When did the mill close?") == "date"
+    assert wanted("When does the prepare script run?") is None and wanted("When should I use npm ci?") is None
     q = {"where", "are", "global", "packages", "installed"}
     assert _holds("place", "Global installs on Unix systems go to `{prefix}/lib/node_modules`.", q)
     assert _holds("place", "Settings are read from ~/.npmrc first.", q)
