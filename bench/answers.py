@@ -1,36 +1,40 @@
-"""Do offline local answers hold the answer? Gold-answer hit rate on a BEIR-format question set.
+"""Do offline local answers hold the answer, and do they decline what the corpus does not answer?
 
-    python -m bench.answers --corpus C.jsonl --queries Q.jsonl --answers A.jsonl [--qrels R.tsv]
-        [--embedder minilm] [--index-dir DIR] [--no-graph] [--limit N] [--llm [--base-url URL] [--model NAME]]
+    python -m bench.answers --set NAME [--set NAME ...] [--weights shipped|auto|FILE] [--limit N] [--show N]
+        [--embedder minilm] [--llm [--base-url URL] [--model NAME]]
 
-Each corpus row (``{"_id", "title", "text"}``) is one chunk (title line, then text). Every question is answered
-on the local route by :func:`retrieval.answer.local_answer`, as ``strata ask`` would answer it offline: over a
-Strata workspace that indexed the corpus (offline extraction, one passage per chunk, as :mod:`bench.multihop`
-builds it), so the ranking is the default's with the graph walk's list; ``--no-graph`` answers from BM25 and
-vectors alone (a bare chunk index, no extraction), the ranking of a corpus without a graph. Figures:
+Sets (``answers.train.SETS``; the data is read from ``../shared/data``): the multi-hop dev sets ``musique`` and
+``hotpotqa`` (each corpus indexed as a Strata workspace, one passage per chunk, offline extraction and the graph
+walk, as :mod:`bench.multihop` builds it), and the reading-comprehension sets ``xquad-en``, ``xquad-zh``,
+``polaq``, ``squad2-heldout`` and ``drcd-test``, whose paragraphs are split in two halves by article, each half
+indexed as its own workspace.
 
-- ``answer_hit_rate``: share of questions whose answer text contains a gold answer (``answers.jsonl`` rows
-  ``{"_id", "answers": [gold, aliases...]}``), both lower-cased with punctuation and articles removed.
-- ``baseline_hit_rate``: the same for the peer measured in the same run: as many sentences as the answer quoted
-  (a quoted list or code block counts as the sentences in it), taken as the top BM25 sentences of the whole
-  corpus (every whole sentence of every passage, one BM25 index over them).
-- ``cited_gold_rate`` (with ``--qrels``): share of questions whose citations include a gold passage.
-- the mean answer length in sentences and characters beside the baseline's, and seconds per answer.
+Every question is answered on the local route as ``strata ask`` answers it offline
+(:func:`answers.answer.local_answer` over the workspace's served index, with its entity lexicon). Out of sample
+only: with ``--weights auto`` (the default) a set the shipped weights were fitted on is measured with weights
+fitted without it (:func:`answers.train.train`), and the line ``fitted_on`` says which sets the weights saw.
 
-With ``--llm`` (an endpoint from ``--base-url``/``--model`` or the ``STRATA_LLM__*`` settings) each question is
-answered by the LLM from the ranked passages beside the offline answer instead: ``llm_answer_hit_rate``,
-``offline_answer_hit_rate``, ``citations_all_given_rate``, ``dropped_citations``, calls, tokens and wall time
-(see :mod:`bench.answers_llm`).
+Figures, per set (own questions are asked of their own corpus; ``foreign`` ones are the other multi-hop set's,
+or the other half's):
+- ``hit_rate``: share of the own answerable questions whose quoted units (the answer's points; never its ids,
+  titles or labels; a declined answer quotes nothing) hold a gold answer: lower-cased, accents, punctuation and
+  articles removed; whole words, except that an answer in a script written without spaces (Chinese) is found
+  anywhere inside the text;
+- ``peer_hit_rate``: the same for the peer measured in the same run: as many sentences as the reader chose to
+  quote, taken as the top BM25 sentences of the whole corpus (one BM25 index over every whole sentence);
+- ``answered_rate``: share of own answerable questions not declined; ``foreign_declined``: share of the foreign
+  questions declined; ``unanswerable_declined``: SQuAD 2.0's unanswerable questions asked of their own
+  paragraphs, declined; for those, the trade-off curve (answered vs declined at other thresholds);
+- ``cited_gold_rate`` (multi-hop): share of own questions whose citations include a gold passage;
+- sentences quoted per answer beside the peer's, and seconds per answer.
 
-The workspace (or, with ``--no-graph``, the chunk index) is built once into ``--index-dir`` (a folder under the
-system's temporary folder by default, named by the corpus's content) and reused by later runs; a workspace made
-by another extractor is indexed again. Last line: one JSON object.
+With ``--llm`` each own question is also answered by the LLM from the reader's candidates (see
+:mod:`bench.answers_llm`). Last line: one JSON object with every set's figures.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import tempfile
@@ -38,68 +42,44 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from communities.sentences import sentences_of, whole_sentences
-from core.records import Chunk, stable_hash
-from extraction.chunking import chunk_id
+from core.records import stable_hash
 from core.settings import ComputeSettings, RetrievalSettings
 from core.threads import configure
-from retrieval.answer import local_answer
-from retrieval.bm25 import BM25Index
-from retrieval.index import ChunkIndex
-from retrieval.router import forced
-from retrieval.vector_cache import VectorCache
+
+WORK = Path(tempfile.gettempdir()) / "strata-bench-answers"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Question:
     qid: str
     text: str
     answers: tuple[str, ...]
-    gold: frozenset[str]
+    gold: frozenset[str]  # gold passages (multi-hop)
+    own: bool
 
 
-def _rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except ValueError as exc:
-            raise SystemExit(f"{path}:{n}: invalid JSON ({exc})") from None
-    return out
+@dataclass
+class Corpus:
+    """A workspace's served index and the questions asked of it."""
+
+    name: str
+    folder: Path
+    corpus_file: Path
+    questions: list[Question]
 
 
-def load_corpus(path: Path) -> list[Chunk]:
-    """One chunk per passage, named as Strata names a document's first chunk (``<id>#0000``)."""
-    chunks = []
-    for row in _rows(path):
-        text = (str(row.get("title", "")) + "\n" + str(row["text"])).strip()
-        chunks.append(Chunk(chunk_id(row["_id"], 0), row["_id"], 0, text, 0, len(text), 0, row["_id"],
-                            stable_hash(text, size=12)))
-    return chunks
-
-
-def load_questions(queries: Path, answers: Path, qrels: Path | None) -> list[Question]:
-    gold: dict[str, set[str]] = {}
-    if qrels is not None:
-        for i, line in enumerate(qrels.read_text(encoding="utf-8").splitlines()):
-            parts = line.strip().split("\t")
-            if len(parts) < 3 or (i == 0 and not parts[-1].lstrip("-").isdigit()):
-                continue
-            if int(parts[2]) > 0:
-                gold.setdefault(parts[0], set()).add(parts[1])
-    ans = {r["_id"]: tuple(str(a) for a in r["answers"]) for r in _rows(answers)}
-    out = [Question(r["_id"], r["text"], ans[r["_id"]], frozenset(gold.get(r["_id"], ())))
-           for r in _rows(queries) if r["_id"] in ans]
-    if not out:
-        raise SystemExit(f"{queries}: no question has a row in {answers}")
-    return out
+# -- matching (the bench's own, independent of the reader's labels) ----------------------------------------
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
 def normalize(text: str) -> str:
-    """Lower case, accents and punctuation removed, articles dropped, whitespace collapsed (SQuAD's rule)."""
+    """Lower case, accents and punctuation removed, English articles dropped, whitespace collapsed (SQuAD's
+    evaluation rule)."""
     text = unicodedata.normalize("NFKD", text.lower())
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
     text = re.sub(r"[^\w\s]|_", " ", text)
@@ -108,31 +88,19 @@ def normalize(text: str) -> str:
 
 
 def hit(text: str, answers: tuple[str, ...]) -> bool:
-    padded = f" {normalize(text)} "
-    return any(f" {normalize(a)} " in padded for a in answers if normalize(a))
-
-
-def build_index(chunks: list[Chunk], embedder: str, folder: Path, cache: VectorCache) -> ChunkIndex:
-    settings = RetrievalSettings(embedder=embedder)  # type: ignore[arg-type]
-    if (folder / "index.json").exists():
-        index = ChunkIndex.load(folder, settings, vector_cache=cache)
-        if len(index) == len(chunks):
-            return index
-    index = ChunkIndex(settings, vector_cache=cache)
-    index.add(chunks)
-    index.save(folder)
-    return ChunkIndex.load(folder, settings, vector_cache=cache)
-
-
-def workspace_index(corpus: Path, folder: Path, embedder: str) -> ChunkIndex:
-    """The served index of a Strata workspace in ``folder`` that indexed ``corpus`` (offline extraction, one passage
-    per chunk: :func:`bench.multihop.ensure_index`), with its graph walk, as ``strata ask`` searches it."""
-    from bench.multihop import bench_settings, ensure_index
-    from strata.engine import Engine
-
-    ensure_index(corpus, folder, False, embedder)
-    settings = bench_settings(folder, embedder)
-    return Engine(settings).current.index
+    """Whether ``text`` holds a gold answer: whole words, or anywhere for an answer written without spaces."""
+    norm = normalize(text)
+    padded = f" {norm} "
+    for a in answers:
+        na = normalize(a)
+        if not na:
+            continue
+        if _UNSPACED.search(na):
+            if na.replace(" ", "") in norm.replace(" ", ""):
+                return True
+        elif f" {na} " in padded:
+            return True
+    return False
 
 
 _BLOCK_LINE = re.compile(r"^\s*(?:[-*+]\s|\d{1,3}[.)]\s|\||```|~~~)")
@@ -146,106 +114,207 @@ def sentence_count(text: str) -> int:
     return max(1, len(whole_sentences(text, True)))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, required=True)
-    ap.add_argument("--queries", type=Path, required=True)
-    ap.add_argument("--answers", type=Path, required=True)
-    ap.add_argument("--qrels", type=Path)
-    ap.add_argument("--embedder", default="minilm", choices=["minilm", "e5", "hashing", "none"])
-    ap.add_argument("--index-dir", type=Path)
-    ap.add_argument("--no-graph", action="store_true", help="answer from BM25 and vectors alone (no extraction)")
-    ap.add_argument("--limit", type=int, default=0, help="only the first N questions")
-    ap.add_argument("--top-k", type=int, default=RetrievalSettings().top_k)
-    ap.add_argument("--sentences", type=int, default=RetrievalSettings().answer_sentences)
-    ap.add_argument("--show", type=int, default=0, help="print the first N answers")
-    ap.add_argument("--llm", action="store_true", help="LLM-written answers beside the offline ones (bench.answers_llm)")
-    ap.add_argument("--base-url", help="with --llm: the endpoint (default: STRATA_LLM__BASE_URL)")
-    ap.add_argument("--model", help="with --llm: the model (default: STRATA_LLM__MODEL)")
-    args = ap.parse_args()
-    for p in (args.corpus, args.queries, args.answers, args.qrels):
-        if p is not None and not p.is_file():
-            raise SystemExit(f"no such file: {p}")
-    configure(ComputeSettings())
-    chunks = load_corpus(args.corpus)
-    questions = load_questions(args.queries, args.answers, args.qrels)
-    if args.limit:
-        questions = questions[:args.limit]
-    digest = hashlib.blake2b(args.corpus.read_bytes(), digest_size=6).hexdigest()
-    root = Path(tempfile.gettempdir()) / "strata-bench-answers"
-    kind = "chunks" if args.no_graph else "workspace"
-    folder = args.index_dir or root / f"{digest}-{args.embedder}-{kind}-v3"
-    root.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    if args.no_graph:
-        index = build_index(chunks, args.embedder, folder, VectorCache(root / "vectors.sqlite"))
-    else:
-        index = workspace_index(args.corpus, folder, args.embedder)
-    build_s = time.perf_counter() - t0
-    if not args.no_graph and index.graph_walk is None:
-        raise SystemExit(f"{folder}: the workspace's generation has no graph to walk")
-    if args.llm:
-        _llm(args, questions, index)
-        return
+# -- corpora ----------------------------------------------------------------------------------------------
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-    # The peer: one BM25 index over every whole sentence of the corpus.
-    sents = [s for c in chunks for s in sentences_of(c.id, c.text, True)]
-    sent_bm25 = BM25Index()
-    sent_bm25.add(index.tokenizer(s.text) for s in sents)
-    sent_bm25.commit()
 
-    n_hit = n_base = n_cited = 0
-    ours_sents = ours_chars = base_sents = base_chars = 0
-    declined = 0
-    seconds = 0.0
-    for i, q in enumerate(questions):
+def _write_corpus(rows: list[dict[str, Any]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def corpora(name: str, data: Path, limit: int | None) -> list[Corpus]:
+    """The corpora of a set and the questions asked of each (see the module docstring)."""
+    from answers.train import SETS, multihop_rows, qa_rows
+
+    spec = SETS[name]
+    if spec.kind == "multihop":
+        folder = data / spec.path
+        other = {"musique": "hotpotqa", "hotpotqa": "musique"}[name]
+        gold: dict[str, set[str]] = {}
+        for line in (folder / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) >= 3 and parts[2].strip().lstrip("-").isdigit() and int(parts[2]) > 0:
+                gold.setdefault(parts[0], set()).add(parts[1])
+        _, own = multihop_rows(spec, data)
+        _, foreign = multihop_rows(SETS[other], data)
+        qs = [Question(q.qid, q.question, q.answers, frozenset(gold.get(q.qid, ())), True) for q in own[:limit]]
+        qs += [Question(q.qid, q.question, q.answers, frozenset(), False) for q in foreign[:limit]]
+        return [Corpus(name, WORK / f"{name}-workspace", folder / "corpus.jsonl", qs)]
+    rows = qa_rows(spec, data)
+    out = []
+    for half in (0, 1):
+        mine = [r for r in rows if _half(r.title) == half]
+        others = [r for r in rows if _half(r.title) != half and r.answers]
+        paragraphs = list(dict.fromkeys((r.title, r.context) for r in mine))
+        docs = [{"_id": f"{name}-{half}-p{i:05d}", "title": t, "text": c} for i, (t, c) in enumerate(paragraphs)]
+        digest = stable_hash(json.dumps(docs, ensure_ascii=False), size=6)
+        corpus_file = _write_corpus(docs, WORK / "corpora" / f"{name}-{half}-{digest}.jsonl")
+        per_half = None if limit is None else max(1, limit // 2)
+        qs = [Question(r.qid, r.question, r.answers, frozenset(), True) for r in mine[:per_half]]
+        qs += [Question(r.qid, r.question, r.answers, frozenset(), False) for r in others[:per_half]]
+        out.append(Corpus(f"{name}/{half}", WORK / f"{name}-{half}-{digest}-workspace", corpus_file, qs))
+    return out
+
+
+def _half(title: str) -> int:
+    return int(stable_hash("bench-half", title, size=4), 16) % 2
+
+
+# -- running ----------------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    question: Question
+    quoted: str
+    sentences: int
+    declined: bool
+    probability: float
+    cited: frozenset[str]
+    seconds: float
+    text: str
+
+
+def answer_all(corpus: Corpus, reader: Any, embedder: str | None, show: int) -> tuple[list[Outcome], list[Outcome]]:
+    """(own outcomes, foreign outcomes) of every question of ``corpus``, and the peer's hits alongside."""
+    from answers.answer import local_answer
+    from bench.multihop import bench_settings, ensure_index
+    from retrieval.bm25 import BM25Index
+    from retrieval.router import forced
+    from strata.engine import Engine
+
+    ensure_index(corpus.corpus_file, corpus.folder, False, embedder)
+    engine = Engine(bench_settings(corpus.folder, embedder))
+    index, lexicon = engine.current.index, engine.current.lexicon
+    s = RetrievalSettings()
+    outcomes = []
+    for i, q in enumerate(corpus.questions):
         t = time.perf_counter()
-        answer = local_answer(q.text, forced("local"), index, args.top_k, args.sentences)
-        seconds += time.perf_counter() - t
-        quoted = " ".join(p.text for p in answer.points)
+        answer = local_answer(q.text, forced("local"), index, s.top_k, s.answer_sentences, lexicon=lexicon,
+                              reader=reader)
+        seconds = time.perf_counter() - t
+        quoted = "\n".join(p.text for p in answer.points)
         n = sum(sentence_count(p.text) for p in answer.points)
-        top = sent_bm25.top(index.tokenizer(q.text), n, sent_bm25.alive) if n else []
-        baseline = " ".join(sents[row].text for row, _ in top)
-        declined += not answer.covered
-        n_hit += hit(answer.text, q.answers)
-        n_base += hit(baseline, q.answers)
-        n_cited += bool(q.gold & {c.chunk_id.rsplit("#", 1)[0] for c in answer.citations})
-        ours_sents += n
-        ours_chars += len(quoted)
-        base_sents += len(top)
-        base_chars += len(baseline)
-        if i < args.show:
-            print(f"--- {q.qid} {q.text} gold={q.answers} hit={hit(answer.text, q.answers)} "
-                  f"base={hit(baseline, q.answers)}\n{answer.text}\n")
-    m = len(questions)
-    result = {
-        "questions": m, "passages": len(chunks), "embedder": index.dense_name,
-        "ranking": "BM25 + dense" if args.no_graph else "BM25 + dense + graph walk",
-        "answer_hit_rate": round(n_hit / m, 4), "baseline_hit_rate": round(n_base / m, 4),
-        "cited_gold_rate": round(n_cited / m, 4) if any(q.gold for q in questions) else None,
-        "declined": declined,
-        "answer_sentences_mean": round(ours_sents / m, 2), "baseline_sentences_mean": round(base_sents / m, 2),
-        "answer_chars_mean": round(ours_chars / m, 1), "baseline_chars_mean": round(base_chars / m, 1),
-        "seconds_per_answer": round(seconds / m, 3), "index_seconds": round(build_s, 1),
+        cited = frozenset(c.chunk_id.rsplit("#", 1)[0] for c in answer.citations)
+        outcomes.append(Outcome(q, quoted, n, not answer.covered, answer.confidence or 0.0, cited, seconds,
+                                answer.text))
+        if i < show:
+            print(f"--- {corpus.name} {q.qid} own={q.own} {q.text}\n    gold={q.answers} hit={hit(quoted, q.answers)}"
+                  f" p={answer.confidence}\n{answer.text}\n", flush=True)
+    # The peer: the top BM25 sentences of the whole corpus, as many as the reader would quote.
+    chunks = [(r.chunk_id, r.text) for r in index.rows]
+    sents = [s_ for cid, text in chunks for s_ in sentences_of(cid, text, True)]
+    bm25 = BM25Index()
+    bm25.add(index.tokenizer(x.text) for x in sents)
+    bm25.commit()
+    peer: list[Outcome] = []
+    for o in outcomes:
+        k = max(1, o.sentences) if not o.declined else 1
+        top = bm25.top(index.tokenizer(o.question.text), k, bm25.alive)
+        text = "\n".join(sents[r].text for r, _ in top)
+        peer.append(Outcome(o.question, text, len(top), False, 1.0, frozenset(), 0.0, text))
+    engine.close()
+    return outcomes, peer
+
+
+def _rate(values: list[bool]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def figures(name: str, outs: list[Outcome], peer: list[Outcome], fitted_on: list[str]) -> dict[str, Any]:
+    own = [o for o in outs if o.question.own and o.question.answers]
+    own_peer = [p for p in peer if p.question.own and p.question.answers]
+    unans = [o for o in outs if o.question.own and not o.question.answers]
+    foreign = [o for o in outs if not o.question.own]
+    fig: dict[str, Any] = {
+        "set": name, "fitted_on": fitted_on, "questions": len(own),
+        "hit_rate": _rate([not o.declined and hit(o.quoted, o.question.answers) for o in own]),
+        "peer_hit_rate": _rate([hit(p.quoted, p.question.answers) for p in own_peer]),
+        "answered_rate": _rate([not o.declined for o in own]),
+        "hit_rate_when_answered": _rate([hit(o.quoted, o.question.answers) for o in own if not o.declined]),
+        "foreign_questions": len(foreign), "foreign_declined": _rate([o.declined for o in foreign]),
+        "unanswerable_questions": len(unans), "unanswerable_declined": _rate([o.declined for o in unans]),
+        "sentences_mean": round(float(np.mean([o.sentences for o in own if not o.declined] or [0])), 2),
+        "peer_sentences_mean": round(float(np.mean([p.sentences for p in own_peer] or [0])), 2),
+        "seconds_per_answer": round(float(np.median([o.seconds for o in outs] or [0])), 3),
     }
-    print(f"{'':<22}{'hit rate':>9}{'sentences':>11}{'chars':>8}")
-    print(f"{'local answer':<22}{result['answer_hit_rate']:>9.3f}{result['answer_sentences_mean']:>11.2f}"
-          f"{result['answer_chars_mean']:>8.0f}")
-    print(f"{'BM25 sentences (peer)':<22}{result['baseline_hit_rate']:>9.3f}{result['baseline_sentences_mean']:>11.2f}"
-          f"{result['baseline_chars_mean']:>8.0f}")
-    print(json.dumps(result))
+    if any(o.question.gold for o in own):
+        fig["cited_gold_rate"] = _rate([bool(o.question.gold & o.cited) for o in own])
+    if unans:
+        fig["tradeoff"] = tradeoff(own, unans)
+    return fig
 
 
-def _llm(args: argparse.Namespace, questions: list[Question], index: ChunkIndex) -> None:
-    from bench.answers_llm import print_llm, run_llm
-    from core.settings import StrataSettings
+def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome]) -> list[dict[str, float]]:
+    """Answered share of the answerable and declined share of the unanswerable questions at thresholds spread
+    over the reader's probabilities."""
+    pa = np.array([o.probability for o in answerable])
+    pu = np.array([o.probability for o in unanswerable])
+    out = []
+    for t in np.quantile(np.concatenate([pa, pu]), np.linspace(0.0, 0.9, 10)):
+        out.append({"threshold": round(float(t), 4), "answered": round(float((pa >= t).mean()), 4),
+                    "declined_unanswerable": round(float((pu < t).mean()), 4)})
+    return out
 
-    llm = StrataSettings().llm  # the STRATA_LLM__* settings, then the flags
-    llm = llm.model_copy(update={k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v})
-    if not llm.configured:
-        raise SystemExit("--llm needs an endpoint: --base-url or STRATA_LLM__BASE_URL (scripts/llm env)")
-    fig = run_llm(questions, index, llm, args.top_k, args.sentences, hit, args.show)
-    print(json.dumps({**print_llm(fig, llm.model), "passages": len(index), "embedder": index.dense_name}))
+
+def weights_for(name: str, choice: str, data: Path) -> tuple[Any, list[str]]:
+    """The reader to measure ``name`` with, and the sets its weights were fitted on."""
+    from answers.model import ReaderWeights, shipped_weights
+    from answers.reader import Reader
+    from answers.train import train
+
+    if choice == "shipped":
+        w = shipped_weights()
+    elif choice == "auto":
+        w = shipped_weights()
+        if name in w.trained_on:
+            print(f"{name}: the shipped weights were fitted on it; fitting without it", flush=True)
+            w = train(without=[name], data=data, progress=False)
+    else:
+        w = ReaderWeights.load(Path(choice))
+    return Reader(w), list(w.trained_on)
+
+
+def main() -> None:
+    from answers.train import DATA, SETS
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", action="append", required=True, choices=sorted(SETS), help="repeatable")
+    ap.add_argument("--weights", default="auto", help="auto (out of sample), shipped, or a weights file")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--embedder", default=None, help="retrieval.embedder of the workspaces (default: the settings')")
+    ap.add_argument("--limit", type=int, default=None, help="own (and foreign) questions per corpus at most")
+    ap.add_argument("--show", type=int, default=0, help="print the first N answers of each corpus")
+    ap.add_argument("--llm", action="store_true", help="LLM-written answers beside the offline ones")
+    ap.add_argument("--base-url")
+    ap.add_argument("--model")
+    args = ap.parse_args()
+    configure(ComputeSettings())
+    results = []
+    for name in args.set:
+        reader, fitted_on = weights_for(name, args.weights, args.data)
+        outs: list[Outcome] = []
+        peer: list[Outcome] = []
+        for corpus in corpora(name, args.data, args.limit):
+            o, p = answer_all(corpus, reader, args.embedder, args.show)
+            outs += o
+            peer += p
+            if args.llm:
+                from bench.answers_llm import run_llm
+
+                results.append({"set": corpus.name, **run_llm(corpus, reader, args, hit)})
+        fig = figures(name, outs, peer, fitted_on)
+        results.append(fig)
+        print(f"{name:<16} hit {fig['hit_rate']}  peer {fig['peer_hit_rate']}  answered {fig['answered_rate']}  "
+              f"foreign declined {fig['foreign_declined']}  unanswerable declined {fig['unanswerable_declined']}  "
+              f"(fitted on {', '.join(fitted_on)})", flush=True)
+    by = {r["set"]: r for r in results if "hit_rate" in r}
+    if "xquad-en" in by and "xquad-zh" in by and by["xquad-en"]["hit_rate"]:
+        print(f"parity: xquad-zh / xquad-en hit rate = {by['xquad-zh']['hit_rate'] / by['xquad-en']['hit_rate']:.3f}")
+    print(json.dumps(results, ensure_ascii=False))
 
 
 if __name__ == "__main__":

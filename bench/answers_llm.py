@@ -1,13 +1,14 @@
 """``bench.answers --llm``: LLM-written local answers beside the offline extractive ones, on the same questions.
 
-Each question is answered twice on the local route: offline by :func:`retrieval.answer.local_answer` and by the
-LLM from the same ranked passages (:func:`retrieval.llm_local.llm_local_answer`, as ``strata ask`` answers in
-LLM mode). The passages the LLM was given are recomputed here (:func:`retrieval.llm_local.passages_block` over
-the same search), so the citation check is made against them independently of the answer's own bookkeeping.
-Figures:
+Each own answerable question is answered twice on the local route, from one reading (:mod:`answers.reader`):
+offline, by the units the reader quotes, and by the LLM from the reader's best candidates
+(:func:`answers.llm_local.llm_local_answer`, as ``strata ask`` answers in LLM mode). The excerpts the LLM was
+given are recomputed here (:func:`answers.llm_local.passages_block` over the same reading), so the citation check
+is made against them independently of the answer's own bookkeeping. Figures:
 
-- ``llm_answer_hit_rate`` / ``offline_answer_hit_rate``: share of questions whose answer contains a gold answer
-  (the bracketed chunk ids are removed from both answers first: an id carries its document's title).
+- ``llm_answer_hit_rate`` / ``offline_answer_hit_rate``: share of questions whose answer holds a gold answer: the
+  LLM's written text without its bracketed chunk ids (an id carries its document's title), the offline answer's
+  quoted units; a declined answer holds nothing.
 - ``citations_all_given_rate``: share of LLM-written answers that cite at least one chunk and only chunks among
   the passages given. ``dropped_citations``: ids the model cited that were not given (removed from the answers).
 - ``llm_answers`` (written by the LLM), ``fallbacks`` (a failed call: the offline answer, which says so),
@@ -19,13 +20,11 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
 
-from core.settings import LLMSettings
+from answers.answer import Answer, answer_from, read_hits
+from answers.llm_local import PASSAGE_TOKENS, llm_local_answer, passages_block
 from extraction.llm_client import LLMClient
-from retrieval.answer import Answer, local_answer
-from retrieval.index import ChunkIndex
-from retrieval.llm_local import PASSAGE_TOKENS, llm_local_answer, passages_block
 from retrieval.router import forced
 
 _IDS = re.compile(r"\[[^\[\]\n]{1,400}\]")
@@ -73,21 +72,37 @@ def without_ids(text: str) -> str:
     return _IDS.sub(" ", text)
 
 
-def run_llm(questions: Sequence[_Question], index: ChunkIndex, llm: LLMSettings, top_k: int, n_sentences: int,
-            hit, show: int = 0) -> LLMAnswerFigures:  # type: ignore[no-untyped-def]
-    """Answer every question offline and by the LLM; ``hit(text, answers)`` says whether a text holds an answer."""
+def run_llm(corpus, reader, args, hit) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    """Answer every own question of ``corpus`` (bench.answers.Corpus) offline and by the LLM from the reader's
+    candidates; ``hit(text, answers)`` says whether a text holds an answer. The endpoint comes from
+    ``--base-url``/``--model`` or the ``STRATA_LLM__*`` settings."""
+    from bench.multihop import bench_settings
+    from core.settings import StrataSettings
+    from strata.engine import Engine
+
+    llm = StrataSettings().llm
+    llm = llm.model_copy(update={k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v})
+    if not llm.configured:
+        raise SystemExit("--llm needs an endpoint: --base-url or STRATA_LLM__BASE_URL (scripts/llm env)")
+    engine = Engine(bench_settings(corpus.folder, args.embedder))
+    index, lexicon = engine.current.index, engine.current.lexicon
+    s = engine.settings.retrieval
     client = LLMClient.from_settings(llm, None)  # no response cache: every answer is asked for
+    questions = [q for q in corpus.questions if q.own and q.answers]
     fig = LLMAnswerFigures(questions=len(questions))
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
         route = forced("local")
-        offline = local_answer(q.text, route, index, top_k, n_sentences)
+        _, reading = read_hits(q.text, index, s.top_k, s.answer_sentences, lexicon=lexicon, reader=reader)
+        offline = answer_from(q.text, route, index, reading) if reading is not None else None
         calls_before = client.usage.totals().calls
-        answer: Answer = llm_local_answer(q.text, route, index, client, top_k, n_sentences)
+        answer: Answer = llm_local_answer(q.text, route, index, client, s.top_k, s.answer_sentences,
+                                          lexicon=lexicon, reader=reader)
         called = client.usage.totals().calls > calls_before
-        _, given = passages_block(index.search(q.text, top_k), PASSAGE_TOKENS)
-        fig.offline_hits += hit(without_ids(offline.text), q.answers)
-        fig.llm_hits += hit(without_ids(answer.text), q.answers)
+        given = passages_block(reading.ranked, PASSAGE_TOKENS)[1] if reading is not None else []
+        quoted = " ".join(p.text for p in offline.points) if offline is not None else ""
+        fig.offline_hits += hit(quoted, q.answers)
+        fig.llm_hits += answer.mode == "llm" and hit(without_ids(answer.text), q.answers)
         if answer.mode == "llm":
             fig.llm_answers += 1
             cited = [c.chunk_id for c in answer.citations]
@@ -97,13 +112,13 @@ def run_llm(questions: Sequence[_Question], index: ChunkIndex, llm: LLMSettings,
             fig.fallbacks += 1
         else:
             fig.not_covered += 1
-        if i < show:
+        if i < args.show:
             print(f"--- {q.qid} {q.text} gold={q.answers} llm_hit={hit(without_ids(answer.text), q.answers)} "
-                  f"offline_hit={hit(without_ids(offline.text), q.answers)} ({answer.mode})\n{answer.text}\n",
-                  flush=True)
+                  f"offline_hit={hit(quoted, q.answers)} ({answer.mode})\n{answer.text}\n", flush=True)
     fig.wall_s = time.perf_counter() - t0
     fig.usage = vars(client.usage.totals()).copy()
-    return fig
+    engine.close()
+    return print_llm(fig, llm.model)
 
 
 def print_llm(fig: LLMAnswerFigures, model: str) -> dict[str, object]:

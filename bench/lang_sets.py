@@ -30,7 +30,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from core.records import stable_hash
-from retrieval.language import detect_language
+from core.text.language import detect_language
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 SETS = {"help-zh": ("zh-CN", "zh", 300), "help-pl": ("pl", "pl", 600)}  # folder, language, passage characters

@@ -48,53 +48,14 @@ MIN_WORDS = 4
 _CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af]")
 MAX_CHARS = 700
 
-# Where a full stop ends no sentence (compared in lower case): after these whatever follows ("e.g. Redis"), after
-# a title before a capitalized word ("Dr. Watson"), after a numbering word before a number ("No. 5", "Vol. II").
-_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "cf.", "viz.", "vs.", "approx.", "ca.", "resp.", "incl."})
-_TITLES = frozenset({"mr.", "mrs.", "ms.", "dr.", "st.", "prof.", "gen.", "sen.", "rep.", "gov.", "capt.", "lt.",
-                     "col.", "sgt.", "rev.", "hon.", "mt.", "fr.", "messrs.", "mme.", "mlle."})
-_NUMBERINGS = frozenset({"no.", "nos.", "fig.", "figs.", "vol.", "vols.", "p.", "pp.", "ch.", "chap.", "sec.",
-                         "eq.", "art.", "op.", "tab."})
-_INITIAL = re.compile(r"[A-Z]\.")
-_DOTTED = re.compile(r"(?:[A-Z]\.){2,}")  # "U.S.", "D.C.", "U.K."
-_NUMBER_NEXT = re.compile(r"\d|[IVXLC]+\b")
-
-
-def _cut_in_a_name(before: str, after: str) -> bool:
-    """Whether the splitter cut between ``before`` (ending in a full stop) and ``after`` at an initial or an
-    abbreviation rather than at a sentence end: a single capital letter and a full stop followed by another such
-    initial or by a capitalized word that is not a common one ("Iain M. Banks", "J. R. R. Tolkien", "A. A. Milne";
-    not "vitamin C. The"), a dotted abbreviation followed by such a word ("U.S. Route 52", "the U.K.
-    Parliament"; not "in the U.S. The"), or one of the abbreviations above."""
-    tokens = before.split()
-    token = tokens[-1].lstrip("\"'“‘([") if tokens else ""
-    nxt = after.lstrip("\"'“‘([")
-    low = token.lower()
-    if low in _ABBREVIATIONS:
-        return True
-    if low in _NUMBERINGS:
-        return _NUMBER_NEXT.match(nxt) is not None
-    word = _WORD.match(nxt)
-    if word is None or not nxt[:1].isupper():
-        return False
-    if low in _TITLES:
-        return True
-    if _DOTTED.fullmatch(token) is not None:
-        return word.group(0).lower() not in STOP
-    if _INITIAL.fullmatch(token) is None:
-        return False
-    return _INITIAL.match(nxt) is not None or word.group(0).lower() not in STOP
-
-
 def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int, int]]:
     """Spans of the whole sentences of a chunk's ``text``.
 
     The unit that opens a chunk is dropped unless the chunk opens its document (a window may start mid-sentence);
     a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
     a unit that starts in lower case after a closing quotation mark is its dialogue tag and is joined to it
-    when only spaces or a single line break lie between; one that starts in lower case right after a full stop
-    on the same line is the rest of a sentence the splitter cut at an abbreviation ("7 a.m. to 3 a.m."), and so
-    is a unit after an initial or an abbreviation that a name or a number follows ("Iain M. Banks", "No. 5")."""
+    when only spaces or a single line break lie between. (Abbreviations and initials are the splitter's:
+    :func:`extraction.offline.split_sentences`.)"""
     spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
     for s, e in split_sentences(text):
         while s < e and text[s].isspace():
@@ -112,19 +73,6 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
         body = _OPENING.sub("", text[s:e])
         if (spans and body[:1].islower() and text[spans[-1][1] - 1] in "\"'”’"
                 and not re.search(r"\n\s*\n", text[spans[-1][1]:s])):
-            spans[-1] = (spans[-1][0], e, spans[-1][2])
-            continue
-        if (spans and not item and text[s].islower() and text[spans[-1][1] - 1] == "."
-                and not text[spans[-1][1]:s].strip(" \t")):
-            # A full stop followed on the same line by a lower-case word ends an abbreviation, not a sentence
-            # ("from 7 a.m. to 3 a.m.", "approx. five"): one sentence.
-            spans[-1] = (spans[-1][0], e, spans[-1][2])
-            continue
-        gap = text[spans[-1][1]:s] if spans else ""
-        if (spans and not item and text[spans[-1][1] - 1] == "." and not gap.strip() and gap.count("\n") <= 1
-                and _cut_in_a_name(text[spans[-1][0]:spans[-1][1]], text[s:e])):
-            # An initial or an abbreviation, not a sentence end ("Iain M. Banks", "No. 5"): one sentence, also
-            # across the single line break of a hard-wrapped text.
             spans[-1] = (spans[-1][0], e, spans[-1][2])
             continue
         spans.append((s, e, item))

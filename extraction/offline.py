@@ -1,8 +1,11 @@
 """A deterministic offline extractor: typed entities by pattern, relations by co-occurrence in a sentence.
 
 It needs no model and gives the same output for the same text on every machine. It finds the identifiers of
-technical notes (services, error codes, configuration keys, databases, versions), capitalized names in prose and
-CJK names. It reads the prose view of the text (:mod:`extraction.markup`: Markdown, HTML, front matter, code
+technical notes (services, error codes, configuration keys, databases, versions), capitalized names in prose, and
+in Chinese the proper names jieba's tagger finds (people, places, organizations, other proper nouns) and the
+technical terms a document repeats (runs of nouns the segmenter splits, such as 调度+器: a term when the document
+uses the whole run in more than one sentence; :mod:`core.text.cjk`). In a Polish document a name is given in its
+base form ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the prose view of the text (:mod:`extraction.markup`: Markdown, HTML, front matter, code
 blocks and licence boilerplate blanked, offsets kept), and never keeps what :mod:`extraction.junk` rules out
 (function words, RFC keywords, file names, URL pieces, markup, IDs and hashes, numbers), nor bare versions.
 Capitals alone do not make a name: a word written in capitals that the document also uses as an ordinary lower-case word ("MUST",
@@ -13,9 +16,13 @@ when the document uses the phrase more than once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
 
+from core.text import cjk
+from core.text.language import detect_language
+from core.text.lemma import polish_name
+from core.text.sentences import cut_inside
 from extraction.junk import FUNCTION_WORDS, junk_reason
 from extraction.markup import clip, document_boilerplate, prose_view
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
@@ -25,7 +32,7 @@ from core.settings import ExtractionSettings
 # The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
 # markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
 # extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 6
+EXTRACTOR_VERSION = 7
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -73,11 +80,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+)*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+)*)*")),
     ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
-_CJK_PARTICLES = re.compile(r"[的了是在和与及或也都就被把对从向于为而且但并将这那有个们中上下说到、，。！？：；（）]")
-# A sentence ends at . ! ? (not after a title or a common abbreviation), at CJK full stops, blank lines and list items.
+# A sentence ends at . ! ? (core.text.sentences judges abbreviations), at CJK full stops, blank lines and list items.
 _SENT_SPLIT = re.compile(
-    r"(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)"
-    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|\n(?=[ \t]*\|)|(?<=[。！？])")
+    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|\n(?=[ \t]*\|)|(?<=[。！？；])")
 _WORDS = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*", re.UNICODE)
 _WORDS_PUNCT = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*[,;:]?", re.UNICODE)
 _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
@@ -92,6 +97,7 @@ class _Found:
     type: str
     at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
     possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
+    term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
 
 
 def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
@@ -114,9 +120,10 @@ def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
 
 
 def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops, blank lines, list items, heading lines and
-    table rows), found on its prose view: code blocks, front matter and licence boilerplate (``boilerplate``:
-    spans found in the whole document) hold no sentence. Spans are of ``text`` itself, trimmed."""
+    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops and semicolons, blank lines, list items,
+    heading lines and table rows), found on its prose view: code blocks, front matter and licence boilerplate
+    (``boilerplate``: spans found in the whole document) hold no sentence. A full stop after an abbreviation or an
+    initial ends none (:func:`core.text.sentences.cut_inside`). Spans are of ``text`` itself, trimmed."""
     view = prose_view(text, keep_structure=True, extra=boilerplate)
     spans, pos = [], 0
     for m in _SENT_SPLIT.finditer(view):
@@ -132,7 +139,11 @@ def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> l
         parts = [(s, nl), (nl + 1, e)] if view[s + lead:s + lead + 1] == "#" and nl >= 0 else [(s, e)]
         for ps, pe in parts:  # a heading line is a unit of its own
             t = _trim(text, view, ps, pe)
-            if t:
+            if not t:
+                continue
+            if out and cut_inside(text[out[-1][0]:out[-1][1]], text[out[-1][1]:t[0]], text[t[0]:t[1]], COMMON_WORDS):
+                out[-1] = (out[-1][0], t[1])  # an abbreviation or an initial, not a sentence end: one sentence
+            else:
                 out.append(t)
     return out
 
@@ -353,14 +364,10 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
                     found.append(_Found(s, e, text, etype, at_start=True))
                     continue
             elif kind == "cjk":
-                pieces = [p for p in _CJK_PARTICLES.split(text) if 2 <= len(p) <= 4]
-                offset = s
-                for piece in pieces:
-                    ps = sentence.find(piece, offset)
-                    if ps >= 0 and free(ps, ps + len(piece)):
-                        taken.append((ps, ps + len(piece)))
-                        found.append(_Found(ps, ps + len(piece), piece, "name"))
-                        offset = ps + len(piece)
+                for f in _chinese(text, s):
+                    if free(f.start, f.end):
+                        taken.append((f.start, f.end))
+                        found.append(f)
                 continue
             if etype is None or not free(s, e):
                 continue
@@ -372,6 +379,40 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
             found.append(_Found(s, e, text, etype))
     found.sort(key=lambda f: f.start)
     return found
+
+
+_CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
+TERM_MIN_CHARS = 3  # a run of nouns shorter than this is a common word (国家, 时间), not a term
+
+
+def _chinese(run: str, offset: int) -> list[_Found]:
+    """The proper names of a run of Chinese text (typed by the tagger), and its runs of two or more nouns of at
+    least :data:`TERM_MIN_CHARS` characters as candidate terms, with offsets ``offset`` on."""
+    out = [_Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
+           for n in cjk.names(run)]
+    named = [(f.start, f.end) for f in out]
+    toks = cjk.tagged(run)
+    i = 0
+    while i < len(toks):
+        j = i
+        while j < len(toks) and toks[j].tag in cjk.NOUN_TAGS and toks[j].word.strip():
+            j += 1
+        if j - i >= 2:
+            s, e = offset + toks[i].start, offset + toks[j - 1].start + len(toks[j - 1].word)
+            if e - s >= TERM_MIN_CHARS and all(e <= ns or s >= ne for ns, ne in named):
+                out.append(_Found(s, e, run[s - offset:e - offset], "concept", term=True))
+        i = max(j, i + 1)
+    return sorted(out, key=lambda f: f.start)
+
+
+def _recurring_terms(sentences: Iterable["_Sentence"]) -> frozenset[str]:
+    """The candidate terms used in more than one sentence of the document (counted once per place)."""
+    places: dict[str, set[int]] = {}
+    for sent in sentences:
+        for f in sent.found:
+            if f.term:
+                places.setdefault(f.name, set()).add(sent.start)
+    return frozenset(k for k, v in places.items() if len(v) >= 2)
 
 
 def _between(sentence: str, a: _Found, b: _Found, max_words: int) -> str:
@@ -430,10 +471,11 @@ class OfflineExtractor:
         sentences = _chunk_sentences(chunk, (), ordinary_words([view]), view)
         recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(
             f for sent in sentences for f in sent.found)
-        return self._build(chunk, sentences, recurring, _repeated_possessives(sentences))
+        return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
+                           _base_form(view) if self.settings.name_base_forms else str)
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
-               phrases: frozenset[str]) -> ChunkExtraction:
+               phrases: frozenset[str], base: Callable[[str], str] = str) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -442,7 +484,10 @@ class OfflineExtractor:
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
             found = [f for f in sent.found if (not f.at_start or f.name in recurring) and f.type != "version"
-                     and (not f.possessive or f.name.lower().replace("’", "'") in phrases)]
+                     and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
+                     and (not f.term or f.name in phrases)]
+            if base is not str:
+                found = [replace(f, name=base(f.name)) if f.type in _BASE_FORM_TYPES else f for f in found]
             snippet = " ".join(sentence.split())[:240]
             for f in found:
                 entities.setdefault(f.name, EntityMention(f.name, f.type, snippet))
@@ -474,10 +519,20 @@ class OfflineExtractor:
             sentences = {c.id: _chunk_sentences(c, boilerplate, ordinary, views[c.id]) for c in cs}
             every = [sent for ss in sentences.values() for sent in ss]
             recurring = _mid_sentence_words(f for sent in every for f in sent.found)
-            phrases = _repeated_possessives(every)
+            phrases = _repeated_possessives(every) | _recurring_terms(every)
+            base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases)
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base)
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
+
+
+_BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
+
+
+def _base_form(view: str) -> Callable[[str], str]:
+    """How a document's names are given: in their base form in a Polish document (:func:`polish_name`), as
+    written in any other."""
+    return polish_name if detect_language(view) == "pl" else str
 
 
 def _mid_sentence_words(found: Iterable[_Found]) -> frozenset[str]:

@@ -201,6 +201,12 @@ class BM25Index:
         first = _run_starts(rows)
         return rows[first], np.bincount(np.cumsum(first) - 1, weights=weights)
 
+    def document_frequency(self, terms: Sequence[str]) -> np.ndarray:
+        """How many rows hold each term (0 for a term no row holds; rows deleted since the last compaction count)."""
+        ids = [self.vocab.get(t, -1) for t in terms]
+        counts = np.diff(self.indptr)
+        return np.array([int(counts[i]) if 0 <= i < counts.size else 0 for i in ids], np.float64)
+
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
         """Scores for every row (dead rows 0), like rank_bm25's ``get_scores``."""
         out = np.zeros(self.n_rows, np.float64)

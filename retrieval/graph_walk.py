@@ -34,6 +34,9 @@ import numpy as np
 from scipy import sparse
 
 from core.records import GraphSnapshot
+from core.text import spans
+from core.text.language import detect_language
+from core.text.lemma import forms
 from extraction.resolution import normalize_name
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
@@ -41,7 +44,6 @@ from retrieval.router import EntityLexicon, KnownEntity
 
 _SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
 _NOT_WORD = re.compile(r"[^\w\s]+")
-_QUESTION_WORDS = re.compile(r"[\w.'’\-]+")
 
 
 def walk_key(name: str) -> str:
@@ -129,7 +131,7 @@ class GraphWalk:
         self.n_entities, self.n_rows = len(self.entity_ids), n_rows
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
         # one word more than the longest name: a span may open with an article that walk_key drops ("The X Y Z")
-        self.max_words = max((k.count(" ") + 1 for k in keys), default=1) + 1
+        self.max_words = max((spans.word_count(k) for k in keys), default=1) + 1
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
         self.vector_embedder: str | None = None
@@ -228,26 +230,28 @@ class GraphWalk:
         each seed weighs by its inverse chunk frequency. With the question's vector ``query_vector`` (the
         dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
         ``vector_threshold`` join them (:meth:`link_vectors`)."""
-        words = _QUESTION_WORDS.findall(question)
+        words = spans.words(question)
+        language = detect_language(question)
         # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
         # does not name the entity "Association" (a word that opened sentences in the corpus).
-        cased = any(w[:1].isupper() for w in words[1:])
+        cased = any(w.text[:1].isupper() for w in words[1:])
 
         def names(span: str, name: str) -> bool:
             return not cased or span != span.lower() or name == name.lower()
 
         # entity position -> (the text its stop-word check reads, the question's words that matched it)
         found: dict[int, tuple[str, str]] = {}
-        spans: list[str] = []
+        linked: list[str] = []  # the walk keys of the spans linked above, padded with spaces
         i = 0
         while i < len(words):
             for n in range(min(self.max_words, len(words) - i), 0, -1):
-                span = " ".join(words[i:i + n])
-                hits = [j for j in self.keys.get(walk_key(span), ()) if names(span, self.names[j])]
+                span = spans.join(words[i:i + n])
+                hits = [j for form in forms(span, language) for j in self.keys.get(walk_key(form), ())
+                        if names(span, self.names[j])]
                 if hits and not self.is_stop(span):
                     for j in hits:
                         found.setdefault(j, (span, span))
-                    spans.append(f" {walk_key(span)} ")
+                    linked.append(f" {walk_key(span)} ")
                     i += n - 1
                     break
             i += 1
@@ -255,7 +259,7 @@ class GraphWalk:
             key = walk_key(hit.name)
             if cased and hit.name != hit.name.lower() and hit.name not in question:
                 continue  # matched only in lowercase: the spans above judge case
-            if any(f" {key} " in sp and sp != f" {key} " for sp in spans):
+            if any(f" {key} " in sp and sp != f" {key} " for sp in linked):
                 continue  # part of a longer name the question names ("Bad Day" in "... Very Bad Day")
             for j in self.keys.get(key, ()):
                 found.setdefault(j, (hit.name, span))
@@ -271,6 +275,19 @@ class GraphWalk:
             seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
+
+    def neighbours(self, entity_ids: Sequence[str], limit: int = 50) -> list[str]:
+        """The names of the entities related to ``entity_ids`` (relation edges, strongest first), themselves
+        left out: where a question's second hop may lead."""
+        start = [self.position[e] for e in entity_ids if e in self.position]
+        if not start:
+            return []
+        rows = self.out_edges[start, :self.n_entities]
+        weight = np.asarray(rows.sum(axis=0)).ravel()
+        weight[start] = 0.0
+        found = np.flatnonzero(weight > 0)
+        order = found[np.argsort(-weight[found], kind="stable")][:limit]
+        return [self.names[int(j)] for j in order]
 
     def nearest(self, query_vector: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """The entities (positions) nearest ``query_vector`` and their cosine similarities: all of them by one

@@ -31,12 +31,14 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from core.text.script import CJK_CHAR, CJK_RANGES
+
 FIRST_HOP_DEPTH = 5  # a passage titled by a name in the question counts as a first hop from this deep
 MAX_SHARED = 3  # a title shared by more documents than this names none of them
-MIN_TITLE_CHARS = 4
+MIN_TITLE_CHARS = 4  # a CJK character counts as two: it writes a syllable (梵文, 歐洲 are titles)
 
 _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)\s*$")
-_WORDS = re.compile(r"\w+")
+_WORDS = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+")  # a CJK character is a word of its own
 
 
 def base_title(title: str) -> str:
@@ -124,7 +126,8 @@ class TitleHops:
         self.linkable: dict[str, bool] = {}
         for base_cf, docs in docs_of.items():
             plain = "".join(_WORDS.findall(base_cf))
-            self.linkable[base_cf] = (len(plain) >= MIN_TITLE_CHARS and len(docs) <= MAX_SHARED
+            weight = len(plain) + sum(1 for ch in plain if CJK_CHAR.match(ch))
+            self.linkable[base_cf] = (weight >= MIN_TITLE_CHARS and len(docs) <= MAX_SHARED
                                       and any(ch.isalpha() for ch in plain)  # not a year or a number
                                       and not is_stop(base_cf) and mentions.get(base_cf, 0) <= limit)
         self._words: dict[str, tuple[str, ...]] = {}  # base title -> its words, for the titles looked up

@@ -23,7 +23,7 @@ import numpy as np
 from retrieval.bm25 import BM25Index
 from retrieval.e5 import XLMR_LANGUAGES, E5Embedder
 from retrieval.embed import Embedder, embedder_languages, make_embedder
-from retrieval.language import UNDETERMINED, describe_language, detect_language, dominant, uncovered
+from core.text.language import UNDETERMINED, describe_language, detect_language, dominant, uncovered
 from retrieval.vector_cache import VectorCache
 from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.fusion import adapt_weights, convex_combination, rerank_scores, weighted_rrf
@@ -50,7 +50,7 @@ class IndexedChunk:
     text: str
     source: str
     fields: dict[str, Any] = field(compare=False, hash=False)
-    language: str = UNDETERMINED  # see retrieval.language; an undetermined chunk takes the corpus's main language
+    language: str = UNDETERMINED  # see core.text.language; an undetermined chunk takes the corpus's main language
 
 
 @dataclass(frozen=True, slots=True)

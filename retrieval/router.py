@@ -8,7 +8,7 @@ decision. A question in a language MiniLM does not read goes to a second regress
 query embedding. Without a MiniLM embedder a model over the evidence alone decides, and the reasons say so.
 
 Every decision carries ``confidence`` in [0, 1], the calibrated probability of the route it picked. Below
-``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`retrieval.both`), and with
+``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`answers.both`), and with
 an LLM configured it first asks the LLM classifier (:mod:`retrieval.router_llm`).
 """
 
@@ -16,15 +16,19 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
+from core.text import spans
+from core.text.language import detect_language
+from core.text.lemma import forms
+from core.text.spans import word_count
 from extraction.resolution import normalize_name
-from retrieval.language import describe_language
+from core.text.language import describe_language
 from extraction.offline import COMMON_WORDS
 from retrieval.router_model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, LogisticModel,
                                     QueryEmbeddings, RouterWeights, gather_evidence, predict, question_language,
@@ -81,7 +85,7 @@ class EntityLexicon:
             key = normalize_name(e.name, e.type)
             if len(key) >= 3 and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
                 self.by_key[key] = e
-        self.max_words = max((k.count(" ") + 1 for k in self.by_key), default=1)
+        self.max_words = max((word_count(k) for k in self.by_key), default=1)
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -91,14 +95,19 @@ class EntityLexicon:
 
     def find_spans(self, question: str) -> list[tuple[str, KnownEntity]]:
         """The entities the question names, each once, with the question's words that named it first (the
-        entity may be written otherwise: "packages" names "--package" by its normalized name)."""
-        words = re.findall(r"[\w.'’\-]+", question)
+        entity may be written otherwise: "packages" names "--package" by its normalized name). Spans are tried
+        longest first over :func:`core.text.spans.words`, so a Chinese name is found inside a run of characters; in a
+        Polish question each span is also tried in its base form (:func:`core.text.lemma.forms`)."""
+        words = spans.words(question)
+        language = detect_language(question)
         found: dict[str, tuple[str, KnownEntity]] = {}
         i = 0
         while i < len(words):
             for n in range(min(self.max_words, len(words) - i), 0, -1):
-                span = " ".join(words[i:i + n])
-                hit = self.by_key.get(normalize_name(span, "name")) or self.by_key.get(normalize_name(span, "identifier"))
+                span = spans.join(words[i:i + n])
+                hit = next((h for form in forms(span, language)
+                            for h in (self.by_key.get(normalize_name(form, "name")),
+                                      self.by_key.get(normalize_name(form, "identifier"))) if h), None)
                 if hit:
                     found.setdefault(hit.name, (as_written(span), hit))
                     i += n - 1
@@ -239,16 +248,14 @@ def route_question(question: str, lexicon: EntityLexicon | None = None, has_repo
                          confidence=confidence)
 
 
-def forced(route: Route) -> RouteDecision:
-    return RouteDecision(route, (f"route set by the caller: {route}",), 0.0, 0.0, overridden=True)
-
-
-@lru_cache(maxsize=1)
-def _own_e5() -> Any | None:
-    """multilingual-e5 for routing questions in other languages (loaded once per process, when first needed)."""
-    from retrieval.e5 import E5Embedder, e5_available
-
-    return E5Embedder() if e5_available() else None
+def forced(route: Route, read: RouteDecision | None = None) -> RouteDecision:
+    """The route the caller set; with ``read``, the router's own reading of the question is kept beside it (its
+    probabilities and the entities it found), for the answer to use as evidence."""
+    decision = RouteDecision(route, (f"route set by the caller: {route}",), 0.0, 0.0, overridden=True)
+    if read is None:
+        return decision
+    return replace(decision, local_score=read.local_score, global_score=read.global_score, entities=read.entities,
+                   identifiers=read.identifiers)
 
 
 @lru_cache(maxsize=1)
@@ -306,7 +313,9 @@ class Router:
             return None
         if question_language(question) in EMBEDDER_LANGUAGES:
             return None
-        e5 = _own_e5()
+        from retrieval.e5 import shared_e5
+
+        e5 = shared_e5()
         return None if e5 is None else e5.embed_queries([question])[0]
 
     def route(self, question: str, has_reports: bool = True) -> RouteDecision:

@@ -35,7 +35,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from extraction.offline import find_entities
-from retrieval.language import detect_language
+from core.text.language import detect_language
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "router_weights.json"
 EMBEDDER_NAME = "all-MiniLM-L6-v2"
@@ -85,7 +85,7 @@ class Evidence:
     specific: tuple[str, ...]
     hubs: tuple[str, ...]
     concentration: float | None  # top1 / mean(top 10) of the BM25 scores; None without an index or a match
-    language: str = "und"  # retrieval.language code of the question
+    language: str = "und"  # core.text.language code of the question
 
     @property
     def other_language(self) -> bool:
@@ -105,7 +105,7 @@ _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 
 
 def question_language(question: str) -> str:
-    """The question's language (retrieval.language); an undetermined question written mostly in a script other
+    """The question's language (core.text.language); an undetermined question written mostly in a script other
     than Latin (Cyrillic, Greek, Arabic, Devanagari...) counts as ``other``: MiniLM reads neither."""
     language = detect_language(question)
     if language == "und":

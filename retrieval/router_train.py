@@ -3,7 +3,9 @@
     python -m retrieval.router_train [--data FILE.jsonl ...] [--corpus NAME=FOLDER ...] [--out FILE] [--check]
 
 Labeled rows are ``{"question", "route", ...}`` with optional ``author``, ``domain`` and ``corpus``. By default
-the training data is every ``tests/data/router/*.jsonl`` file plus ``tests/data/router_questions.jsonl``. A
+the training data is every ``tests/data/router/*.jsonl`` file plus ``tests/data/router_questions.jsonl``, and
+150 Chinese (DRCD) and 150 Polish (PolAQ) reading-comprehension questions from the shared data, labelled local
+(:func:`qa_questions`; drawn from a fixed eighth of each file, so the rest measure routing unseen). A
 fixed 25% of every file (chosen by a stable hash of the question) is the development split, which training
 never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own
 ``samples/infra-notes``) get index evidence from an offline index of that corpus; the other rows get the
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -37,12 +40,18 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from core.fitting import fit_logistic
 from core.records import stable_hash
 from retrieval.router_model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
                                     LogisticModel, QueryEmbeddings, RouterWeights, gather_evidence)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
+SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+# Single-paragraph factual questions written by others in Chinese and Polish, labelled local (each asks about one
+# paragraph): (file under the shared data, the id prefix of the rows it may take, its author label).
+QA_SOURCES = (("qa/drcd_zh.jsonl", "drcd-dev-", "drcd"), ("qa/polaq_manual_pl.jsonl", "polaq-", "polaq"))
+QA_PER_SOURCE = 150
 DEFAULT_CORPORA = {"infra": ROOT / "samples" / "infra-notes"}
 LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0)
 FOLDS = 5
@@ -71,6 +80,28 @@ class LabeledQuestion:
     @property
     def label(self) -> int:
         return 1 if self.route == "global" else 0
+
+
+def in_router_sample(question_id: str) -> bool:
+    """Whether a reading-comprehension question may be drawn for the router's training (a fixed eighth, by a
+    stable hash of its id): the rest stay unseen, for measuring how such questions are routed."""
+    return int(stable_hash("router-qa", question_id, size=8), 16) % 8 == 0
+
+
+def qa_questions(data: Path = SHARED_DATA, per_source: int = QA_PER_SOURCE) -> list[LabeledQuestion]:
+    """:data:`QA_PER_SOURCE` questions of each :data:`QA_SOURCES` file, labelled local (none when the shared data
+    is absent: the router is then trained on the repository's files alone)."""
+    out: list[LabeledQuestion] = []
+    for rel, prefix, author in QA_SOURCES:
+        path = data / rel
+        if not path.is_file():
+            continue
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = sorted((r for r in rows if r["id"].startswith(prefix) and in_router_sample(r["id"])),
+                      key=lambda r: stable_hash("router-qa-order", r["id"], size=8))[:per_source]
+        out += [LabeledQuestion(r["question"].strip(), "local", author, "wikipedia", None, Path(rel).name, "human")
+                for r in rows]
+    return out
 
 
 def load_questions(paths: Iterable[Path]) -> list[LabeledQuestion]:
@@ -135,39 +166,6 @@ def _balanced(y: np.ndarray) -> np.ndarray:
     n, pos = len(y), max(1, int(y.sum()))
     neg = max(1, n - pos)
     return np.where(y == 1, n / (2 * pos), n / (2 * neg))
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, lam: float, weight: np.ndarray | None = None,
-                 iterations: int = 50) -> tuple[np.ndarray, float]:
-    """Weighted L2 logistic regression by Newton's method (the intercept is not penalized)."""
-    n, d = x.shape
-    w = np.ones(n) if weight is None else weight
-    xa = np.hstack([x, np.ones((n, 1))])
-    reg = np.full(d + 1, lam)
-    reg[-1] = 0.0
-    beta = np.zeros(d + 1)
-
-    def loss(b: np.ndarray) -> float:
-        z = xa @ b
-        return float(np.sum(w * (np.logaddexp(0, z) - y * z)) + 0.5 * np.sum(reg * b * b))
-
-    current = loss(beta)
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(xa @ beta)))
-        grad = xa.T @ (w * (p - y)) + reg * beta
-        hess = (xa * (w * p * (1 - p))[:, None]).T @ xa + np.diag(reg + 1e-9)
-        step = np.linalg.solve(hess, grad)
-        t = 1.0
-        while t > 1e-4:
-            trial = beta - t * step
-            new = loss(trial)
-            if new <= current + 1e-12:
-                break
-            t /= 2
-        beta, improvement, current = trial, current - new, new
-        if improvement < 1e-10 * max(1.0, abs(current)):
-            break
-    return beta[:-1], float(beta[-1])
 
 
 def _folds(rows: Sequence[LabeledQuestion]) -> np.ndarray:
@@ -375,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"--corpus expects NAME=FOLDER with an existing folder, got {item!r}")
         corpora[name] = Path(folder)
     paths = args.data or DEFAULT_DATA
-    rows = load_questions(paths)
+    rows = load_questions(paths) + (qa_questions() if args.data is None else [])
     with threadpool_limits(1):
         data = build_dataset(rows, corpora)
         dev_mask = np.array([r.dev for r in rows])

@@ -5,7 +5,7 @@
 - CJK text becomes overlapping character bigrams (a lone character stays a unigram).
 - English stop words and Snowball stemming (PyStemmer) are options; compounds are never stemmed or dropped,
   so an exact identifier always matches itself.
-- Polish text (see :mod:`retrieval.language`) gets lemmas instead (simplemma's Polish dictionary: ``tabeli``,
+- Polish text (see :mod:`core.text.language`) gets lemmas instead (simplemma's Polish dictionary: ``tabeli``,
   ``tabelę`` -> ``tabela``; words it does not know, such as English terms, get the English stem) and Polish
   function words as stop words: Snowball has no Polish stemmer, and an
   inflected language loses most matches without one. The caller passes the text's language (the index
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from retrieval.language import POLISH_FUNCTION_WORDS, detect_language
+from core.text.language import POLISH_FUNCTION_WORDS, detect_language
+from core.text.lemma import polish_lemma
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[\w.\-]*[^\W_{_CJK}])?|_[\w]+", re.UNICODE)
@@ -53,9 +54,8 @@ def _stemmer():  # type: ignore[no-untyped-def]
 def _polish_lemma(word: str) -> str | None:
     """The word's lemma, or None for a word the Polish dictionary does not know (an English term in Polish
     text, an identifier), which then gets the English stem, as it would in an English text."""
-    import simplemma
-
-    return simplemma.lemmatize(word, lang="pl").casefold() if simplemma.is_known(word, lang="pl") else None
+    lemma = polish_lemma(word)
+    return lemma.casefold() if lemma is not None else None
 
 
 class Tokenizer:
@@ -93,7 +93,7 @@ class Tokenizer:
         return lemma
 
     def __call__(self, text: str, language: str | None = None) -> list[str]:
-        """BM25 terms of ``text``; ``language`` (from :func:`retrieval.language.detect_language`, detected here
+        """BM25 terms of ``text``; ``language`` (from :func:`core.text.language.detect_language`, detected here
         when not given) selects Polish lemmas or English stems."""
         out: list[str] = []
         if language is None and self._lemma is not None:

@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from core.settings import StrataSettings
-from retrieval.answer import Answer, global_answer, local_answer
+from answers.answer import Answer, local_answer
+from answers.both import both_sides_answer
+from answers.global_answer import global_answer
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.index import ChunkIndex, SearchOutcome
 from retrieval.graph_fusion import with_graph_seeds
-from retrieval.both import both_sides_answer
 from retrieval.router import EntityLexicon, Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
 from strata.integrity import GenerationDamagedError
@@ -170,8 +171,6 @@ class Engine:
     def route(self, question: str, mode: Route | None = None, snap: QuerySnapshot | None = None):  # type: ignore[no-untyped-def]
         """The route for ``question``: the offline router over this generation's index, then, when it is unsure
         and an LLM is configured, the LLM classifier."""
-        if mode:
-            return forced(mode)
         snap = snap or self._current
         router = self._routers.get(snap.number)
         if router is None:
@@ -180,6 +179,8 @@ class Engine:
                 live = {self._current.number, *(r.number for r in self._retired), snap.number}
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=bool(snap.reports))
+        if mode:
+            return forced(mode, decision)
         if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from
             decision = with_graph_seeds(decision, snap.index, question)
         if (self.mode == "llm" and snap.reports
@@ -214,9 +215,9 @@ class Engine:
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
                                      n_sentences=s.answer_sentences, level=s.global_level,
                                      max_reports=s.global_reports, max_points=s.answer_sentences + 2,
-                                     metadata_filter=metadata_filter, query_vector=qv)
+                                     metadata_filter=metadata_filter, query_vector=qv, lexicon=snap.lexicon)
         if decision.route == "global" and self.mode == "llm":
-            from retrieval.global_llm import llm_global_answer
+            from answers.llm_global import llm_global_answer
 
             if self._client is None:
                 self._client = open_llm(self.settings)
@@ -227,15 +228,15 @@ class Engine:
             return global_answer(question, decision, snap.reports, snap.index, s.global_level, s.global_reports,
                                  max_points=s.answer_sentences + 2, query_vector=qv)
         if self.mode == "llm":  # written by the LLM from the ranked passages, its citations checked
-            from retrieval.llm_local import llm_local_answer
+            from answers.llm_local import llm_local_answer
 
             if self._client is None:
                 self._client = open_llm(self.settings)
             return llm_local_answer(question, decision, snap.index, self._client, s.top_k,  # type: ignore[arg-type]
-                                    s.answer_sentences, metadata_filter, query_vector=qv,
+                                    s.answer_sentences, metadata_filter, lexicon=snap.lexicon,
                                     prompts_dir=self.settings.llm.prompts_dir, on_delta=on_delta)
         return local_answer(question, decision, snap.index, s.top_k, s.answer_sentences, metadata_filter,
-                            query_vector=qv, lexicon=snap.lexicon)
+                            lexicon=snap.lexicon)
 
     def query(self, request: MemoryQueryRequest) -> MemoryQueryResponse:
         outcome, generation = self.search(request)

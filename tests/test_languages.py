@@ -16,7 +16,7 @@ from retrieval.contract import MemoryQueryResponse
 from retrieval.e5 import E5Embedder, e5_available
 from retrieval.embed import HashingEmbedder, embedder_languages
 from retrieval.index import ChunkIndex
-from retrieval.language import detect_language, dominant, uncovered
+from core.text.language import detect_language, dominant, uncovered
 from retrieval.tokenize import Tokenizer
 
 DATA = Path(__file__).parent / "data"

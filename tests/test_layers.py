@@ -1,4 +1,4 @@
-"""Imports flow one way: core <- extraction <- communities <- retrieval <- strata <- flows (prompts depends on
+"""Imports flow one way: core <- extraction <- communities <- retrieval <- answers <- strata <- flows (prompts depends on
 nothing), counting imports inside functions too; and inside core, the settings and the project file do not
 import each other both ways."""
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-LAYER = {"core": 0, "prompts": 0, "extraction": 1, "communities": 2, "retrieval": 3, "strata": 4, "flows": 5}
+LAYER = {"core": 0, "prompts": 0, "extraction": 1, "communities": 2, "retrieval": 3, "answers": 4, "strata": 5,
+         "flows": 6}
 
 
 def imported(path: Path) -> list[tuple[int, str]]:

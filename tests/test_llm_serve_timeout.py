@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from core.settings import StrataSettings
-from retrieval.llm_local import ANSWER_MAX_TOKENS
+from answers.llm_local import ANSWER_MAX_TOKENS
 from strata.api import create_app
 from strata.pipeline import index_folder
 from tests.conftest import ROOT

@@ -13,7 +13,7 @@ import pytest
 from core.settings import LLMSettings, StrataSettings
 from extraction.llm_client import LLMClient, ResponseCache
 from retrieval import router_train as rt
-from retrieval.both import GLOBAL_LABEL, LOCAL_LABEL
+from answers.both import GLOBAL_LABEL, LOCAL_LABEL
 from retrieval.embed import minilm_available
 from retrieval.router import EntityLexicon, KnownEntity, Router, route_question
 from retrieval.router_llm import llm_route
@@ -157,6 +157,7 @@ def test_both_sides_threshold_comes_from_the_training_split_only(monkeypatch: py
         return real(p, max_both)
 
     monkeypatch.setattr(rt, "load_questions", lambda paths: rows)
+    monkeypatch.setattr(rt, "qa_questions", lambda: [])
     monkeypatch.setattr(rt, "build_dataset", lambda rs, corpora: data)
     monkeypatch.setattr(rt, "choose_threshold", spy)
     out = tmp_path / "weights.json"

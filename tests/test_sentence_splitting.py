@@ -1,5 +1,5 @@
 """Whole sentences are not cut at initials ("Iain M. Banks", "J. R. R. Tolkien") or common abbreviations
-("e.g.", "i.e.", "No. 5", "Dr. Watson", "U.S. Route 52"), while a sentence that ends in a capital letter or an abbreviation
+("e.g.", "i.e.", "No. 5", "Dr. Watson", "U.S. Route 52", "np.", "m.in.", "ul.", "św."), while a sentence that ends in a capital letter or an abbreviation
 before an ordinary sentence opening still ends there."""
 
 from __future__ import annotations
@@ -26,6 +26,13 @@ def units(text: str) -> list[str]:
     "The song was recorded by George R. R. Martin's\nfriends in the studio that night.",
     "Johnnycake is located on U.S. Route 52 in McDowell County.",
     "The U.K. Parliament passed the act in 1998 after a long debate.",
+    # Polish abbreviations: the same model, other tables
+    "Wiele miast, np. Kraków i Gdańsk, ma stare centra.",
+    "W regionie leżą m.in. Gdańsk, Sopot i Gdynia nad morzem.",
+    "Biuro mieści się przy ul. Marszałkowskiej od wielu lat.",
+    "W 1611 r. król przeniósł dwór do nowej stolicy.",
+    "Akt podpisano w sali nr. 5 zamku w obecności świadków.",
+    "Kościół św. Anny stoi przy Krakowskim Przedmieściu od dawna.",
 ])
 def test_one_sentence_is_one_unit(sentence: str) -> None:
     text = f"{sentence} The next sentence follows it here."

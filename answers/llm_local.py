@@ -1,7 +1,9 @@
-"""Local answers written by an LLM from the ranked passages, every claim cited by chunk id.
+"""Local answers written by an LLM from the reader's candidates, every claim cited by chunk id.
 
-The question's top fused chunks (the same ranking as the offline extractive answer) are given to the LLM as
-``[chunk_id] text`` passages (``prompts/local_answer.txt``), within a token budget. The answer is asked for as
+The reader (:mod:`answers.reader`) reads the question's ranked passages as for an offline answer; its best
+candidate units (whole sentences, lists, tables and code blocks, best first) are given to the LLM as
+``[chunk_id] text`` excerpts (``prompts/local_answer.txt``), within a token budget. A question the reader
+declines is answered as offline, without a call: what came closest, and where. The answer is asked for as
 JSON claims, each a sentence and the chunk id it comes from, with the ids limited to the given ones by the
 schema (an endpoint that enforces schemas cannot cite anything else); streamed, each claim is passed on as soon
 as it is complete. Citations are checked against the passages given either way: an id that was not given is
@@ -15,15 +17,16 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from typing import Callable, Literal
+from typing import Any, Callable, Literal, Sequence
 
-import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from extraction.llm_client import LLMClient, LLMError, estimate_tokens, parse_json_object
 from prompts import load_prompt
-from retrieval.answer import Answer, Citation, local_answer
-from retrieval.index import ChunkIndex, Hit
+from answers.answer import Answer, Citation, answer_from, read_hits, source_of
+from answers.reader import Reader
+from answers.units import Unit
+from retrieval.index import ChunkIndex
 from retrieval.router import RouteDecision
 
 ANSWER_MAX_TOKENS = 400  # 150 words and their citations; a runaway answer is cut here
@@ -31,17 +34,17 @@ PASSAGE_TOKENS = 2000  # the passages shown to the LLM, best first
 _CITE = re.compile(r"\[([^\[\]\n]{1,400})\]")
 
 
-def passages_block(hits: list[Hit], token_budget: int) -> tuple[str, list[str]]:
-    """The passages shown to the LLM, best first, within ``token_budget``, and their chunk ids."""
+def passages_block(units: Sequence[Unit], token_budget: int) -> tuple[str, list[str]]:
+    """The excerpts shown to the LLM, best first, within ``token_budget``, and their chunk ids (each once)."""
     lines, ids, used = [], [], 0
-    for hit in hits:
-        cost = estimate_tokens(hit.text) + 8
-        if ids and used + cost > token_budget:
+    for unit in units:
+        cost = estimate_tokens(unit.text) + 8
+        if lines and used + cost > token_budget:
             break
-        lines.append(f"[{hit.chunk_id}] {hit.text.strip()}")
-        ids.append(hit.chunk_id)
+        lines.append(f"[{unit.chunk_id}] {unit.text.strip()}")
+        ids.append(unit.chunk_id)
         used += cost
-    return "\n\n".join(lines), ids
+    return "\n\n".join(lines), list(dict.fromkeys(ids))
 
 
 def check_citations(text: str, given: list[str]) -> tuple[str, list[str], int]:
@@ -132,15 +135,18 @@ def render_claims(claims: _Claims | BaseModel, given: list[str]) -> tuple[str, l
 
 
 def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, client: LLMClient, top_k: int,
-                     n_sentences: int, metadata_filter: dict | None = None, *, query_vector: np.ndarray | None = None,
-                     token_budget: int = PASSAGE_TOKENS, prompts_dir=None,  # type: ignore[no-untyped-def]
+                     n_sentences: int, metadata_filter: dict | None = None, *, lexicon: Any = None,
+                     reader: Reader | None = None, token_budget: int = PASSAGE_TOKENS,
+                     prompts_dir=None,  # type: ignore[no-untyped-def]
                      on_delta: Callable[[str], None] | None = None) -> Answer:
     """The LLM-written local answer (see the module docstring). With ``on_delta`` the answer is streamed."""
-    offline = local_answer(question, route, index, top_k, n_sentences, metadata_filter, query_vector=query_vector)
-    if not offline.covered:  # not covered, or nothing matches: no call, the offline answer says why
+    _, reading = read_hits(question, index, top_k, n_sentences, metadata_filter, lexicon=lexicon, reader=reader)
+    if reading is None:
+        return Answer(question, route, "offline", "No indexed chunk matches this question.", (), covered=False)
+    offline = answer_from(question, route, index, reading)
+    if not offline.covered:  # declined: no call, the offline answer says why and what came closest
         return offline
-    hits = index.search(question, top_k, metadata_filter=metadata_filter)
-    block, given = passages_block(hits, token_budget)
+    block, given = passages_block(reading.ranked or reading.units, token_budget)
     schema = claims_schema(given)
     prompt = load_prompt("local_answer", prompts_dir)
     messages = [{"role": "user", "content": prompt.render(question=question, passages=block)}]
@@ -165,6 +171,6 @@ def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, cli
         client.usage.add("local_answer", repaired=1)
     if stream is not None and not stream.plain and stream.sent < cleaned.count("\n") + 1 and cleaned:
         stream.on_delta(("\n" if stream.sent else "") + "\n".join(cleaned.split("\n")[stream.sent:]))
-    by_id = {h.chunk_id: h for h in hits}
-    citations = tuple(Citation(cid, by_id[cid].source) for cid in cited)
-    return Answer(question, route, "llm", cleaned, citations, dropped_citations=dropped)
+    citations = tuple(Citation(cid, source_of(index, cid)) for cid in cited)
+    return Answer(question, route, "llm", cleaned, citations, dropped_citations=dropped,
+                  confidence=offline.confidence)

@@ -1,7 +1,7 @@
 """Both-sides answers: when the router is unsure, answer from the local hits and the community reports.
 
 A misrouted question still reaches its answer this way. The two parts are the ordinary local and global
-answers (:func:`retrieval.answer.local_answer` and :func:`retrieval.answer.global_answer`), each under its own
+answers (:func:`answers.answer.local_answer` and :func:`answers.global_answer.global_answer`), each under its own
 label, and the answer cites the chunks and reports of both.
 """
 
@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.records import Report
-from retrieval.answer import Answer, global_answer, local_answer
+from answers.answer import Answer, local_answer
+from answers.global_answer import global_answer
 from retrieval.index import ChunkIndex
 from retrieval.router import RouteDecision
 
@@ -23,12 +24,12 @@ GLOBAL_LABEL = "From the community reports (the corpus as a whole):"
 
 def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex, reports: Sequence[Report], *,
                       top_k: int, n_sentences: int, level: int | None, max_reports: int, max_points: int,
-                      metadata_filter: dict[str, Any] | None = None,
-                      query_vector: np.ndarray | None = None) -> Answer:
+                      metadata_filter: dict[str, Any] | None = None, query_vector: np.ndarray | None = None,
+                      lexicon: Any = None) -> Answer:
     """One answer with a labelled local part and a labelled global part, the likelier route first."""
     decision = replace(decision, both_sides=True, reasons=decision.reasons + (
         f"confidence {decision.confidence:.2f} is below the threshold: answering from both sides",))
-    local = local_answer(question, decision, index, top_k, n_sentences, metadata_filter, query_vector=query_vector)
+    local = local_answer(question, decision, index, top_k, n_sentences, metadata_filter, lexicon=lexicon)
     glob = global_answer(question, decision, reports, index, level, max_reports, max_points, query_vector=query_vector)
     parts = [(LOCAL_LABEL, local), (GLOBAL_LABEL, glob)]
     if decision.route == "global":

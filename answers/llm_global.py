@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 
 from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
 from prompts import load_prompt
-from retrieval.answer import Answer, Citation, map_reports, pick_level
+from answers.answer import Answer, Citation
+from answers.global_answer import map_reports, pick_level
 from retrieval.index import ChunkIndex
 from retrieval.router import RouteDecision
 from core.records import Report

@@ -4,13 +4,14 @@ blocks, each with the heading it sits under.
 A unit is always ``chunk.text[start:end]``, so a citation points at it. Sentences come from
 :func:`communities.sentences.whole_sentences`. On top of them:
 
-- a fenced code block (```` ``` ```` or ``~~~``) is one unit when both of its fences are in the chunk, and no
-  part of it is ever quoted when the chunk cuts it (a window that opens or ends inside the fence);
+- a fenced code block (```` ``` ```` or ``~~~``) is one unit when both of its fences are in the chunk, with the
+  sentence that introduces it when one ending in a colon stands right above it, and no part of it is ever quoted
+  when the chunk cuts it (a window that opens or ends inside the fence);
 - a Markdown list or table that the chunk holds whole (text follows it, and it does not open a chunk that
   starts mid-document) is one unit, so that the items under a heading are quoted together, not one by one,
   with the sentence that introduces it when one ending in a colon stands right above it ("The main differences
   between using npm install and npm ci are:"); of a list too long for that, or cut by the window, each whole
-  item is a unit (an option and what it does);
+  item is a unit (an option and what it does), and of such a table each whole row (a setting and its value);
 - a sentence that says nothing outside its links ("Implements [X](x.md#x).") is no unit: it points elsewhere;
 - every unit knows the nearest heading above it (a ``#`` line, or the title line that opens a document) and
   whether it is the first unit under that heading.
@@ -160,6 +161,27 @@ def _items(text: str, s: int, e: int, opens_cut: bool, ends_cut: bool) -> list[t
     return out
 
 
+_SEPARATOR_ROW = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
+
+
+def _rows(text: str, s: int, e: int, opens_cut: bool, ends_cut: bool) -> list[tuple[int, int]]:
+    """The whole rows of the table ``text[s:e]`` that say something (at least four words), its header and
+    separator rows left out, and the first or last row when the chunk cuts the table there."""
+    lines: list[tuple[int, int]] = []
+    pos = s
+    for line in text[s:e].splitlines(keepends=True):
+        lines.append((pos, pos + len(line.rstrip("\n"))))
+        pos += len(line)
+    has_header = len(lines) > 1 and _SEPARATOR_ROW.match(text[lines[1][0]:lines[1][1]]) is not None
+    body = lines[2:] if has_header and not opens_cut else lines
+    if opens_cut and body:
+        body = body[1:]
+    if ends_cut and body:
+        body = body[:-1]
+    return [(a, b) for a, b in body if not _SEPARATOR_ROW.match(text[a:b]) and b - a <= MAX_ITEM_CHARS
+            and len(re.findall(r"[^\W\d_]+", text[a:b])) >= 4]
+
+
 def _headings(text: str, at_document_start: bool, skip: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
     """(line start, line end, heading text) of the ``#`` headings outside code, and the title line that opens a
     document (a short first line without sentence punctuation, followed by more text)."""
@@ -179,10 +201,12 @@ def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit
     whole_code, cut_code = _code_regions(text, at_document_start)
     code_like = whole_code + cut_code
     spans: list[tuple[int, int, Kind]] = []
+    kept_blocks: list[tuple[int, int]] = []
     for s, e in whole_code:
         if e - s <= MAX_BLOCK_CHARS:
+            s = _lead_in(text, s, code_like)
             spans.append((s, e, "code"))
-    kept_blocks: list[tuple[int, int]] = []
+            kept_blocks.append((s, e))
     for s, e, kind in _blocks(text, code_like):
         opens_cut = s == 0 and not at_document_start
         ends_cut = not text[e:].strip()  # nothing after it in the chunk: the window may cut it
@@ -194,6 +218,9 @@ def answer_units(chunk_id: str, text: str, at_document_start: bool) -> list[Unit
                 kept_blocks.append((ts, te))
             continue
         if opens_cut or ends_cut or e - s > MAX_BLOCK_CHARS:
+            for rs, re_ in _rows(text, s, e, opens_cut, ends_cut):
+                spans.append((rs, re_, "table"))
+                kept_blocks.append((rs, re_))
             continue
         if kind == "list" and sum(1 for ln in text[s:e].splitlines() if _ITEM.match(ln)) < 2:
             continue  # a single item reads as a sentence

@@ -1,0 +1,37 @@
+"""Polish lemmas, from simplemma's Polish dictionary (MIT, no dependencies): the one lemmatizer BM25 terms, entity
+names and question spans share, so that "Warszawie", "Warszawy" and "Warszawa" meet as one word.
+
+A word the dictionary does not know (an English term in Polish text, an identifier) has no lemma here; callers
+keep it as written (or give it the English stem, as the tokenizer does)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=200_000)
+def polish_lemma(word: str) -> str | None:
+    """The lemma of a Polish word, in the word's own case ("Warszawie" -> "Warszawa"), or None when unknown."""
+    import simplemma
+
+    if not word or not simplemma.is_known(word, lang="pl"):
+        return None
+    lemma = simplemma.lemmatize(word, lang="pl")
+    if word[:1].isupper() and lemma[:1].islower():
+        lemma = lemma[:1].upper() + lemma[1:]
+    return lemma
+
+
+def polish_name(name: str) -> str:
+    """A Polish name in its base form, word by word ("Jana Kowalskiego" -> "Jan Kowalskie"; a word the
+    dictionary does not know stays as written)."""
+    return " ".join(polish_lemma(w) or w for w in name.split(" "))
+
+
+def forms(span: str, language: str) -> tuple[str, ...]:
+    """The forms a question's span may name an entity by: as written, and in a Polish question also its base
+    form (a Polish document's names are stored in their base form: "w Warszawie" names Warszawa)."""
+    if language != "pl":
+        return (span,)
+    base = polish_name(span)
+    return (span,) if base == span else (span, base)

