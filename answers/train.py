@@ -277,15 +277,26 @@ SIGNAL_CODE = ("answers/signals.py", "answers/units.py", "answers/reader.py", "c
                "extraction/*.py", "retrieval/*.py", "communities/sentences.py")
 
 
+def _code_digest() -> str:
+    """A digest of :data:`SIGNAL_CODE` as it is when this module is first imported (the code the process runs,
+    whatever is edited on disk meanwhile)."""
+    h = hashlib.blake2b(digest_size=8)
+    for pattern in SIGNAL_CODE:
+        for f in sorted(ROOT.glob(pattern)):
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+CODE_DIGEST = _code_digest()
+
+
 def _cache_key(spec: LabelledSet, data: Path, limit: int | None) -> str:
     source = data / spec.path
     files = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
     h = hashlib.blake2b(digest_size=8)
     for f in files:
         h.update(f.read_bytes())
-    for pattern in SIGNAL_CODE:
-        for f in sorted(ROOT.glob(pattern)):
-            h.update(f.read_bytes())
+    h.update(CODE_DIGEST.encode())
     h.update(json.dumps([SIGNALS_VERSION, FEATURES, spec.name, limit, OWN_LIMIT, FOREIGN_LIMIT, TOP_K]).encode())
     return f"{spec.name}-{h.hexdigest()}"
 

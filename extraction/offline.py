@@ -78,7 +78,9 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
                               r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
     ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+)*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+)*)*")),
-    ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
+    # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
+    ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf](?:[\u4e00-\u9fff\u3400-\u4dbf]|[·‧•・](?=[\u4e00-\u9fff]))+"
+                       r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 # A sentence ends at . ! ? (core.text.sentences judges abbreviations), at CJK full stops, blank lines and list items.
 _SENT_SPLIT = re.compile(

@@ -1,0 +1,75 @@
+"""The graph in the seeds' languages: Chinese names and terms from the tagger, questions linked by character spans,
+the walk reaching a second passage through a shared Chinese entity, and Polish names in their base form."""
+
+from __future__ import annotations
+
+from core.records import Chunk, GraphSnapshot
+from core.settings import ExtractionSettings, RetrievalSettings
+from extraction.chunking import chunk_id
+from extraction.offline import OfflineExtractor
+from extraction.resolution import resolve
+from retrieval.graph_walk import walk_for_index
+from retrieval.index import ChunkIndex
+from retrieval.router import EntityLexicon, KnownEntity
+
+
+def _chunk(doc: str, text: str) -> Chunk:
+    return Chunk(chunk_id(doc, 0), doc, 0, text, 0, len(text), len(text), doc, f"{doc}-h")
+
+
+def _entities(*texts: str, base_forms: bool = True) -> list[tuple[str, str]]:
+    settings = ExtractionSettings(name_base_forms=base_forms)
+    result = OfflineExtractor(settings).extract([_chunk(f"d{i}", t) for i, t in enumerate(texts)])
+    return [(e.name, e.type) for ex in result.extractions for e in ex.entities]
+
+
+def test_chinese_terms_a_document_repeats_are_entities_and_related() -> None:
+    text = "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。"
+    names = dict(_entities(text))
+    assert {"调度器", "工作节点"} <= set(names), names  # the segmenter splits them (调度+器): runs of nouns, repeated
+    result = OfflineExtractor(ExtractionSettings()).extract([_chunk("d", text)])
+    assert {(r.source, r.target) for r in result.extractions[0].relations} >= {("调度器", "工作节点")}
+    # a run of nouns used once is no term
+    assert "任务分配" not in names
+
+
+def test_chinese_names_come_typed_and_whole_traditional_as_written() -> None:
+    names = dict(_entities("职业碗防守截锋卡万·肖特以 11 分领先于全队，他的队友马里奥·爱迪生贡献了 6 次擒杀。",
+                           "在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。"))
+    assert names.get("卡万·肖特") == "person" and names.get("马里奥·爱迪生") == "person"
+    assert names.get("歐洲") == "location" and names.get("德國") == "location"
+    assert all(len(n) >= 2 for n in names), names
+    assert not any(n in ("年末", "显示", "面部") for n in names)
+
+
+def test_chinese_questions_link_entities_by_character_spans() -> None:
+    lexicon = EntityLexicon([KnownEntity("调度器", "concept", 3), KnownEntity("工作节点", "concept", 2)], 50)
+    found = [e.name for e in lexicon.find("调度器多久把任务分配给工作节点一次？")]
+    assert found == ["调度器", "工作节点"]
+
+
+def test_the_walk_reaches_a_second_passage_through_a_shared_chinese_entity() -> None:
+    docs = [_chunk("sched", "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点的日志写入磁盘。"),
+            _chunk("nodes", "工作节点每秒向集群发送心跳。工作节点在心跳中断后被标记为离线。"),
+            _chunk("other", "数据库每天凌晨备份一次。备份文件保存三十天。")]
+    index = ChunkIndex(RetrievalSettings(embedder="none"), embedder=None)
+    index.add(docs)
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(docs).extractions)
+    walk = walk_for_index(GraphSnapshot(tuple(entities), tuple(relations)), index)
+    link = walk.link("调度器把任务分配给谁？")
+    assert [s.name for s in link.seeds] == ["调度器"]
+    index.graph_walk = walk
+    ranked = [h.document_id for h in index.search("调度器把任务分配给谁？", 3, graph_weight=1.0)]
+    assert ranked[:2] == ["sched", "nodes"], ranked  # the node passage, reached through 工作节点
+    assert "工作节点" in walk.neighbours([link.seeds[0].entity_id])
+
+
+def test_polish_names_are_one_entity_in_their_base_form_and_questions_link_them() -> None:
+    texts = ("Jan Kowalski kieruje zespołem w Warszawie.", "Biuro z Warszawy przeniesiono w 2016 roku.",
+             "Stolicą Polski jest Warszawa.")
+    merged = [n for n, _ in _entities(*texts)]
+    assert merged.count("Warszawa") == 3 and "Warszawie" not in merged and "Warszawy" not in merged
+    written = [n for n, _ in _entities(*texts, base_forms=False)]
+    assert {"Warszawie", "Warszawy", "Warszawa"} <= set(written)  # the peer: every case its own entity
+    lexicon = EntityLexicon([KnownEntity("Warszawa", "name", 3)], 10)
+    assert [e.name for e in lexicon.find("Kto kieruje zespołem w Warszawie?")] == ["Warszawa"]
