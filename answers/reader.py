@@ -27,7 +27,7 @@ import numpy as np
 
 from answers.model import ReaderWeights, shipped_weights
 from answers.signals import (Asked, Candidate, Passage, Pool, Question, answerability, build_pool, read_as,
-                             read_question, signals)
+                             read_question, share, signals)
 from answers.units import Unit
 from communities.sentences import chunk_is_first, mmr
 
@@ -206,16 +206,6 @@ class Reader:
         x = signals(q, pool, corpus, vecs)
         return x, vecs, self.weights.ranker.score(x)
 
-    def choose(self, logits: np.ndarray, vecs: np.ndarray | None, n: int) -> list[int]:
-        """The units to quote, best first: the best, then by maximal marginal relevance those whose probability
-        is at least ``keep_share`` of the best's."""
-        if not len(logits):
-            return []
-        p = np.exp(logits - logits.max())
-        p /= p.sum()
-        eligible = p >= self.weights.keep_share * float(p.max())
-        sim = vecs @ vecs.T if vecs is not None else np.eye(len(p))
-        return mmr(p, sim, n, lam=0.75, eligible=eligible, max_similarity=DUPLICATE)
 
     def read(self, question: str, hits: Sequence[Any], index: Any, n: int, lexicon: Any = None,
              vector: np.ndarray | None = None) -> Reading:
@@ -226,7 +216,8 @@ class Reader:
         if not pool.candidates:
             return Reading((), 0.0, False, None, read, threshold=self.weights.threshold)
         x, vecs, logits = self.score(q, pool, corpus, getattr(index, "vector_cache", None))
-        chosen = self.choose(logits, vecs, n)
+        sim = vecs @ vecs.T if vecs is not None else np.eye(len(logits))
+        chosen = choose(logits, sim, self.weights.keep_share, n)
         p = float(self.weights.p_answerable(answerability(Asked.of(q), x, logits, chosen)[None, :])[0])
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
@@ -236,6 +227,18 @@ class Reader:
         scores = tuple(float(probs[i]) for i in chosen)
         ranked = tuple(pool.candidates[int(i)].unit for i in np.argsort(-logits, kind="stable")[:RANKED])
         return Reading(units, p, answered, best, read, scores, self.weights.threshold, ranked)
+
+
+def choose(logits: np.ndarray, sim: np.ndarray, keep_share: float, n: int) -> list[int]:
+    """The candidates to quote, best first: the best, then by maximal marginal relevance those whose probability
+    is at least ``keep_share`` of the best's (``sim``: the candidates' similarities; one this close to a quoted
+    one, :data:`DUPLICATE`, says the same again)."""
+    if not len(logits):
+        return []
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    return mmr(p, np.asarray(sim, np.float64), n, lam=0.75, eligible=p >= keep_share * float(p.max()),
+               max_similarity=DUPLICATE)
 
 
 def _title(index: Any, chunk_id: str) -> str:
@@ -248,10 +251,7 @@ def _title(index: Any, chunk_id: str) -> str:
 def _bounded(pool: Pool, q: Question, corpus: Any) -> Pool:
     """The pool cut to :data:`MAX_EMBEDDED` candidates: those holding most of the question's IDF mass (or whose
     neighbour does), ties to the better-ranked passage."""
-    lex = []
-    for c in pool.candidates:
-        terms = set(corpus.terms(c.unit.text, q.language))
-        lex.append(sum(w for t, w in zip(q.terms, q.weights) if t in terms))
+    lex = [share(q, set(corpus.terms(c.unit.text, q.language))) for c in pool.candidates]
     rank = [1.0 / (1.0 + pool.passages[c.passage].rank) for c in pool.candidates]
     order = sorted(range(len(pool.candidates)), key=lambda i: (-(lex[i] + 0.5 * rank[i]), i))[:MAX_EMBEDDED]
     keep = sorted(order)

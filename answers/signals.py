@@ -177,7 +177,7 @@ def build_pool(hits: Sequence[Any], named: Sequence[Any] = (), title_of: Callabl
 
 
 # -- the signals --------------------------------------------------------------------------------------------
-def _share(q: Question, terms: set[str]) -> float:
+def share(q: Question, terms: set[str]) -> float:
     """The share of the question's IDF mass among ``terms``."""
     return float(sum(w for t, w in zip(q.terms, q.weights) if t in terms))
 
@@ -223,7 +223,7 @@ def signals(q: Question, pool: Pool, corpus: Corpus, unit_vectors: np.ndarray | 
     col = {name: i for i, name in enumerate(FEATURES)}
     unit_terms = [set(corpus.terms(read_as(c.unit), q.language)) for c in cands]
     passage_terms = [set(corpus.terms(p.text, q.language)) for p in pool.passages]
-    lex = np.array([_share(q, t) for t in unit_terms])
+    lex = np.array([share(q, t) for t in unit_terms])
     by_passage: dict[tuple[int, int], int] = {(c.passage, c.order): i for i, c in enumerate(cands)}
     asked = set(q.terms)
     term_cache: dict[str, set[str]] = {}
@@ -244,21 +244,21 @@ def signals(q: Question, pool: Pool, corpus: Corpus, unit_vectors: np.ndarray | 
         row = x[i]
         row[col["lex"]] = lex[i]
         first = corpus.terms(u.text, q.language)[:SUBJECT_TERMS]
-        row[col["subject"]] = _share(q, set(first))
+        row[col["subject"]] = share(q, set(first))
         prev, nxt = by_passage.get((c.passage, c.order - 1)), by_passage.get((c.passage, c.order + 1))
         row[col["prev_lex"]] = lex[prev] if prev is not None else 0.0
         row[col["next_lex"]] = lex[nxt] if nxt is not None else 0.0
-        row[col["passage_lex"]] = _share(q, passage_terms[c.passage])
+        row[col["passage_lex"]] = share(q, passage_terms[c.passage])
         row[col["unit_missing"]] = _missing(q, unit_terms[i])
         row[col["passage_missing"]] = _missing(q, passage_terms[c.passage])
         title = p.title or (u.heading if u.title else "")
         if title:
             h = terms_of(title)
-            row[col["title_q"]] = _share(q, h)
+            row[col["title_q"]] = share(q, h)
             row[col["title_h"]] = len(h & asked) / len(h) if h else 0.0
         if u.heading and not u.title:
             h = terms_of(u.heading)
-            row[col["section_q"]] = _share(q, h)
+            row[col["section_q"]] = share(q, h)
             row[col["section_h"]] = len(h & asked) / len(h) if h else 0.0
             row[col["first_in_section"]] = float(u.first_under_heading)
         if q.entities:

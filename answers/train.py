@@ -51,7 +51,7 @@ import numpy as np
 
 from answers.kinds import KINDS, KindModel, answer_kind
 from answers.model import WEIGHTS_PATH, Linear, Platt, ReaderWeights
-from answers.reader import IndexCorpus, Reader
+from answers.reader import IndexCorpus, Reader, choose
 from answers.signals import ANSWERABILITY, FEATURES, Asked, answerability, cross_kinds
 from core.fitting import fit_conditional_logit, fit_logistic, fit_softmax, group_softmax
 from core.records import Chunk, stable_hash
@@ -446,16 +446,6 @@ class Pooled:
         return slice(int(self.starts[i]), int(self.starts[i] + self.counts[i]))
 
 
-def _choose(logits: np.ndarray, sim: np.ndarray, keep_share: float, n: int = N_UNITS) -> list[int]:
-    from communities.sentences import mmr
-
-    if not len(logits):
-        return []
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    return mmr(p, sim.astype(np.float64), n, lam=0.75, eligible=p >= keep_share * float(p.max()), max_similarity=0.95)
-
-
 def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
     """Fit every model on the episodes of ``parts`` (see the module docstring); the weights and a report."""
     pooled = Pooled.of(parts)
@@ -517,7 +507,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
         hit = quoted = 0
         for i in np.flatnonzero(own):
             r = pooled.rows(i)
-            chosen = _choose(logits[r], pooled.sim[i], share)
+            chosen = choose(logits[r], pooled.sim[i], share, N_UNITS)
             hit += bool(pooled.y[r][chosen].any()) if chosen else 0
             quoted += len(chosen)
         n = max(1, int(own.sum()))
@@ -527,7 +517,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
     z, hits = [], []
     for i, e in enumerate(eps):
         r = pooled.rows(i)
-        chosen = _choose(logits[r], pooled.sim[i], keep_share)
+        chosen = choose(logits[r], pooled.sim[i], keep_share, N_UNITS)
         asked = Asked(kinds[i], float(pooled.oov[i]), bool(pooled.has_entities[i]), int(pooled.n_terms[i]),
                       has_cjk(e.question))
         z.append(answerability(asked, x[r], logits[r], chosen))
