@@ -30,6 +30,7 @@ from answers.signals import ANSWERABILITY, FEATURES
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "reader_weights.json"
 FORMAT = 1
+CLIP = 4.0  # standardized signals are clipped to this many standard deviations (at fitting and at reading)
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,13 @@ class Linear:
     coef: np.ndarray
     bias: float = 0.0
 
+    def standardized(self, x: np.ndarray) -> np.ndarray:
+        """``x`` standardized and clipped to :data:`CLIP` standard deviations: a signal far outside what the
+        labelled data held (another kind of corpus) counts as much as the most extreme it saw, no more."""
+        return np.clip((np.asarray(x, np.float64) - self.mean) / self.scale, -CLIP, CLIP)
+
     def score(self, x: np.ndarray) -> np.ndarray:
-        return ((np.asarray(x, np.float64) - self.mean) / self.scale) @ self.coef + self.bias
+        return self.standardized(x) @ self.coef + self.bias
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "mean": np.round(self.mean, 6).tolist(),

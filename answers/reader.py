@@ -194,7 +194,7 @@ class Reader:
         return read_question(text, corpus, vector, self.weights.kinds.probabilities(vector))
 
     def candidates(self, q: Question, hits: Sequence[Any], index: Any) -> Pool:
-        pool = build_pool(hits, named_pages(index, q.terms), lambda cid: _title(index, cid))
+        pool = build_pool(hits, named_pages(index, q.terms))
         if len(pool.candidates) > MAX_EMBEDDED:
             pool = _bounded(pool, q, IndexCorpus(index))
         return pool
@@ -239,13 +239,6 @@ def choose(logits: np.ndarray, sim: np.ndarray, keep_share: float, n: int) -> li
     p /= p.sum()
     return mmr(p, np.asarray(sim, np.float64), n, lam=0.75, eligible=p >= keep_share * float(p.max()),
                max_similarity=DUPLICATE)
-
-
-def _title(index: Any, chunk_id: str) -> str:
-    """The title of a chunk's document (its front matter's or its first line's), "" when it has none."""
-    row = index.by_id.get(chunk_id) if getattr(index, "by_id", None) is not None else None
-    title = index.rows[row].fields.get("title") if row is not None else None
-    return title.strip() if isinstance(title, str) else ""
 
 
 def _bounded(pool: Pool, q: Question, corpus: Any) -> Pool:

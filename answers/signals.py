@@ -8,17 +8,15 @@ passages a search ranked first. For each candidate the reader measures, against 
   how far it is from the best one;
 - words: the share of the question's IDF mass (terms as the index reads them: stems, Polish lemmas, CJK
   bigrams) that it holds, read under its nearest heading (:func:`read_as`), at its start (the question's subject opening the unit) and in its neighbours (the
-  sentence before a match often names what the question names, the one after explains it), its passage, its
-  document's title and the section heading it sits under (and how much of each the question names: a title and
-  a section heading are kept apart, since the labelled data has titles but no sections, and a weight learned for
-  one must not stand for the other); and how rare the rarest question term is that
+  sentence before a match often names what the question names, the one after explains it) and its passage; and
+  how rare the rarest question term is that
   the unit, or its passage, lacks (a question that names what its passage does not, "the King of Germany" of a
   paragraph about France, is not answered there);
 - entities: the share of the question's names it mentions, whether it mentions two of them (a relation), and
   whether it mentions an entity the graph relates to them that the question does not name (the next hop); a
   name is mentioned when all of its terms are (as the index reads them: "Konga" mentions "Kongo" in Polish);
-- place: its passage's rank and ranking score, the graph walk's rank, its position in the passage, whether it
-  opens its section, whether its page is one the question names by title;
+- place: its passage's rank and ranking score, the graph walk's rank, its position in the passage, whether its
+  page is one the question names by title;
 - shape: its kind (list, table, code), its length, what it adds beyond the question's words, and whether it
   holds a numeral, a name or a path the question does not; these crossed with what the question asks for (the
   probabilities of :mod:`answers.kinds`), and for a long answer, whether the unit follows a match.
@@ -51,9 +49,9 @@ SUBJECT_TERMS = 6  # a unit's first terms, where its subject stands
 
 FEATURES = (
     "dense", "dense_gap", "lex", "lex_gap", "subject", "prev_lex", "next_lex", "passage_lex", "unit_missing",
-    "passage_missing", "title_q", "title_h", "section_q", "section_h", "entities", "entity_pair",
-    "entities_passage", "neighbours", "neighbours_passage", "rank", "top_passage", "passage_score", "graph",
-    "named_page", "position", "first_unit", "first_in_section", "list", "table", "code", "length", "novelty",
+    "passage_missing", "entities", "entity_pair", "entities_passage", "neighbours", "neighbours_passage", "rank",
+    "top_passage", "passage_score", "graph", "named_page", "position", "first_unit", "list", "table", "code",
+    "length", "novelty",
     "numeral_new", "name_new", "path_new", "want_numeral", "want_name", "want_long", "want_short",
     "want_long_after", "want_long_novel",
 )
@@ -94,7 +92,6 @@ class Passage:
     score: float  # its ranking score over the top passage's (0 for a named page the search did not rank)
     graph_rank: int | None = None
     named: bool = False  # a page the question names by its title
-    title: str = ""  # its document's title
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +142,7 @@ def read_question(text: str, corpus: Corpus, vector: np.ndarray | None, kinds: n
 
 
 # -- the pool -----------------------------------------------------------------------------------------------
-def build_pool(hits: Sequence[Any], named: Sequence[Any] = (), title_of: Callable[[str], str] = lambda _: "") -> Pool:
+def build_pool(hits: Sequence[Any], named: Sequence[Any] = ()) -> Pool:
     """The candidates: the units of the first :data:`PASSAGES` hits, of any later hit that BM25 or the dense list
     ranks first (both engines' best passage is evidence a fused order must not hide), and of the pages the
     question names by title (``named``: passages with ``chunk_id`` and ``text``), each unit once."""
@@ -158,11 +155,11 @@ def build_pool(hits: Sequence[Any], named: Sequence[Any] = (), title_of: Callabl
     for h in top:
         score = float(getattr(h, "score", 0.0) or 0.0)
         passages.append(Passage(h.chunk_id, h.text, rank_of[h.chunk_id], score / best if best > 0 else 0.0,
-                                getattr(h, "graph_rank", None), h.chunk_id in named_ids, title_of(h.chunk_id)))
+                                getattr(h, "graph_rank", None), h.chunk_id in named_ids))
     have = {p.chunk_id for p in passages}
     for p in named:
         if p.chunk_id not in have:
-            passages.append(Passage(p.chunk_id, p.text, len(hits), 0.0, None, True, title_of(p.chunk_id)))
+            passages.append(Passage(p.chunk_id, p.text, len(hits), 0.0, None, True))
             have.add(p.chunk_id)
     pool = Pool(passages)
     seen: set[str] = set()
@@ -251,16 +248,6 @@ def signals(q: Question, pool: Pool, corpus: Corpus, unit_vectors: np.ndarray | 
         row[col["passage_lex"]] = share(q, passage_terms[c.passage])
         row[col["unit_missing"]] = _missing(q, unit_terms[i])
         row[col["passage_missing"]] = _missing(q, passage_terms[c.passage])
-        title = p.title or (u.heading if u.title else "")
-        if title:
-            h = terms_of(title)
-            row[col["title_q"]] = share(q, h)
-            row[col["title_h"]] = len(h & asked) / len(h) if h else 0.0
-        if u.heading and not u.title:
-            h = terms_of(u.heading)
-            row[col["section_q"]] = share(q, h)
-            row[col["section_h"]] = len(h & asked) / len(h) if h else 0.0
-            row[col["first_in_section"]] = float(u.first_under_heading)
         if q.entities:
             inside = sum(named(unit_terms[i], e) for e in q.entities)
             row[col["entities"]] = inside / len(q.entities)

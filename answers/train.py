@@ -50,7 +50,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from answers.kinds import KINDS, KindModel, answer_kind
-from answers.model import WEIGHTS_PATH, Linear, Platt, ReaderWeights
+from answers.model import CLIP, WEIGHTS_PATH, Linear, Platt, ReaderWeights
 from answers.reader import IndexCorpus, Reader, choose
 from answers.signals import ANSWERABILITY, FEATURES, Asked, answerability, cross_kinds
 from core.fitting import fit_conditional_logit, fit_logistic, fit_softmax, group_softmax
@@ -465,7 +465,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
     train = np.array([e.answerable for e in eps]) & has_pos
     mean, scale = _standardize(x[np.concatenate([np.arange(pooled.rows(i).start, pooled.rows(i).stop)
                                                  for i in np.flatnonzero(train)])])
-    xs = (x - mean) / scale
+    xs = np.clip((x - mean) / scale, -CLIP, CLIP)
 
     def groups(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = [np.arange(pooled.rows(i).start, pooled.rows(i).stop) for i in np.flatnonzero(sel)]
@@ -536,7 +536,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                 weight[m] = 0.5 / m.sum()
     weight *= len(yy) / weight.sum()
     a_mean, a_scale = _standardize(zz)
-    zs = (zz - a_mean) / a_scale
+    zs = np.clip((zz - a_mean) / a_scale, -CLIP, CLIP)
     a_best = None
     for a_lam in LAMBDAS:
         oof = np.zeros(len(yy))
