@@ -13,6 +13,10 @@ that titles one of the community's pages (a corpus of several titled documents) 
 "npm update with npm-outdated and npm access" says what a community is about where "latest with URL and git" does
 not.
 
+:func:`topic_title` names a community of a corpus of titled pages (a docs site) by the page its members are named on
+most, weighted by the kind of each page (a changelog counts less), and its most representative members: "Build
+configuration: wheel and sdist". Its parts are whole, so it is never cut mid-phrase.
+
 :func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
 title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
 ranked member that the other communities do not hold ("..., with Fezziwig"), else by any member not yet in the
@@ -174,6 +178,29 @@ def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fa
     main = worthy[0].name
     others = [e.name for e in worthy[1:] if not e.name.casefold().startswith(main.casefold())][:2]
     return f"{main} with {_join(others)}" if others else main
+
+
+def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_members: int = 2) -> str | None:
+    """The title of a community of a corpus of titled pages (a docs site): the page its members are named on most
+    (``topics``: page titles with the weight of the members' mentions on them, heaviest first) and its most
+    representative members that the page title does not already name (``ranked``: names that may stand in a title,
+    most central first), as "Build configuration: wheel and sdist". Whole names and a whole page title only, so
+    the title is never cut mid-phrase; None without a topic."""
+    if not topics:
+        return None
+    lead = " ".join(topics[0][0].split())
+    low = lead.casefold()
+    extra: list[str] = []
+    for name in ranked:
+        folded = name.casefold()
+        if folded in low or any(folded in x.casefold() or x.casefold() in folded for x in extra):
+            continue
+        if len(lead.split()) + sum(len(x.split()) for x in extra) + len(name.split()) > MAX_TITLE_WORDS:
+            continue
+        extra.append(name)
+        if len(extra) >= max_members:
+            break
+    return f"{lead}: {_join(extra)}" if extra else lead
 
 
 def _candidates(title: str, names: Sequence[str], others: set[str], level: int) -> Iterable[str]:
