@@ -114,6 +114,20 @@ class ExtractiveReportWriter:
             self._prose = frozenset(w for c in self.chunks.values() for w in prose_tokens(c.text))
         return self._prose
 
+    def qualifiers(self, ctx: CommunityContext) -> list[str]:
+        """What may tell a community's title from another's: its members that may stand in a title (most central
+        first), then the other pages they are named on, then the sections (deepest headings) they are named under."""
+        names = [e.name for e in title_rank(ctx.entities, ctx.degree(), self._page_titles(ctx)) if self.worthy(e.name)]
+        sections: Counter[str] = Counter()
+        for e in ctx.entities:
+            for cid in e.chunk_ids:
+                c = self.chunks.get(cid)
+                heads = c.metadata.get("headings") if c is not None else None
+                if isinstance(heads, list) and len(heads) > 1 and self.worthy(str(heads[-1])):
+                    sections[str(heads[-1])] += 1
+        ranked = sorted(sections, key=lambda t: (-sections[t], t))
+        return names + [t for t, _ in self._topics(ctx)[1:]] + ranked
+
     def worthy(self, name: str) -> bool:
         """Whether a member's name may stand in a title: :func:`communities.titles.title_worthy`, and on a corpus of
         titled pages every word of it is a word its prose uses outside code (an identifier only code spells,
@@ -166,7 +180,8 @@ class ExtractiveReportWriter:
         topics = self._topics(ctx)
         worthy = [e.name for e in leads if self.worthy(e.name)]
         title = topic_title(topics, worthy) or extractive_title(
-            leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {_join_names(about)}" if about else ""))
+            leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {_join_names(about)}" if about else ""),
+            self.worthy)
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
         others = [n for n in names[1:4] if n != main]
         summary = (
@@ -269,11 +284,13 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     contexts: dict[str, CommunityContext] = {}
     final: set[str] = set()  # reports whose titles stand: deeper levels', and those kept unchanged
 
-    worthy = getattr(writer, "worthy", title_worthy)
+    qualifiers = getattr(writer, "qualifiers", None)
 
     def members(community_id: str) -> list[str]:
         ctx = contexts[community_id]
-        return [e.name for e in title_rank(ctx.entities, ctx.degree()) if worthy(e.name)]
+        if qualifiers is not None:
+            return qualifiers(ctx)
+        return [e.name for e in title_rank(ctx.entities, ctx.degree()) if title_worthy(e.name)]
 
     for level in sorted({c.level for c in communities}, reverse=True):
         todo: list[tuple[Community, CommunityContext, dict]] = []  # type: ignore[type-arg]

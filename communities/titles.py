@@ -20,7 +20,7 @@ configuration: wheel and sdist". Its parts are whole, so it is never cut mid-phr
 :func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
 title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
 ranked member that the other communities do not hold ("..., with Fezziwig"), else by any member not yet in the
-title, else by its level in words.
+title, else by a number.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ _CONJUNCTIONS = {"and", "or", "nor", "as", "plus", "versus"}
 _OPEN_ENDS = {"both", "either", "neither", "between", "from"}  # "... for both npm publish" goes on "and npm install"
 _TOKEN = re.compile(r"^[^\W_][\w'’.&+-]*$")
 _STRIP = ",.;:!?()\"'“”‘’"
-_LEVEL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
 def made_of_words(text: str) -> bool:
@@ -154,10 +153,11 @@ def _join(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str) -> str:
+def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str,
+                     worthy_name: Callable[[str], bool] = title_worthy) -> str:
     """The title of a community whose members are ``ranked`` (most central first) and ``relations`` its
-    internal relations; ``fallback`` when no member's name is made of words."""
-    worthy = [e for e in ranked if title_worthy(e.name)]
+    internal relations; ``fallback`` when no member's name is made of words (``worthy_name``)."""
+    worthy = [e for e in ranked if worthy_name(e.name)]
     if not worthy:
         return fallback
     lead = {e.id: i for i, e in enumerate(worthy[:4])}
@@ -208,10 +208,8 @@ def _candidates(title: str, names: Sequence[str], others: set[str], level: int) 
     fresh = [n for n in names if n.casefold() not in low]
     for n in [n for n in fresh if n.casefold() not in others] + [n for n in fresh if n.casefold() in others]:
         yield f"{title}, with {n}"
-    word = _LEVEL_WORDS[level] if level < len(_LEVEL_WORDS) else "below ten"
-    yield f"{title}, at level {word}"
-    for i, w in enumerate(_LEVEL_WORDS[2:], start=2):
-        yield f"{title}, at level {word}, part {w}"
+    for k in range(2, 1000):  # (numbered: words a corpus may never use, "at level zero", would not be its words)
+        yield f"{title} ({k})"
 
 
 def unique_titles(reports: Sequence[Report], members: Callable[[str], Sequence[str]],

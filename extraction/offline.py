@@ -492,7 +492,8 @@ class OfflineExtractor:
                      and (not f.term or f.name in phrases)]
             if self.words is not None:
                 found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
-                         or self.words.wordlike(f.name)]
+                         or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
+                                                                 and self.words.prose_word(f.name))]
             if base is not str:
                 found = [replace(f, name=base(f.name)) if f.type in _BASE_FORM_TYPES else f for f in found]
             snippet = " ".join(sentence.split())[:240]
@@ -537,6 +538,9 @@ _BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
 # Entities whose shape makes them what they are (an error code holds a number), not judged by the corpus's word
 # model; nor are names in Chinese, Japanese or Korean script (jieba's tagger judges Chinese names and terms).
 _SHAPED_TYPES = frozenset({"error_code", "version"})
+# A code span holding one plain lower-case word that the corpus's prose uses as a word ("the `main` branch") is that
+# word, not a name.
+_PLAIN_WORD = re.compile(r"[a-z]+")
 _CJK_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 

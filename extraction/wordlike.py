@@ -66,6 +66,7 @@ class WordModel:
     alphabet: int = 1
     threshold: float = -math.inf
     trained_on: int = 0
+    vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
@@ -81,6 +82,7 @@ class WordModel:
                 model.bigrams[padded[i:i + 2]] += n
         model.alphabet = len(letters) + 1
         model.trained_on = sum(counts.values())
+        model.vocabulary = counts
         if model.trained_on < MIN_TRAINING_WORDS:
             return model
         scored = sorted((model.score(w), n) for w, n in counts.items())
@@ -104,6 +106,10 @@ class WordModel:
             tri, bi = padded[i:i + 3], padded[i:i + 2]
             total += math.log2((self.trigrams.get(tri, 0) + SMOOTHING) / (self.bigrams.get(bi, 0) + SMOOTHING * self.alphabet))
         return total / (len(padded) - 2)
+
+    def prose_word(self, word: str) -> bool:
+        """Whether the corpus's prose uses ``word`` as a word of its own (outside code), more than once."""
+        return self.vocabulary.get(word.lower(), 0) >= 2
 
     @property
     def active(self) -> bool:
