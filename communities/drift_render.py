@@ -2,8 +2,9 @@
 
 Every form says what to do next (the refresh command and what it costs) and what each status means. The
 Markdown is compact enough for a Prefect artifact: one four-column table (title, status, score, age), the
-per-community details below it. The HTML page adds two charts: drift by community, labelled by title, with the
-thresholds drawn; and the report statuses across index runs, with axes, counts, dates and a legend. The history
+per-community details below it. The HTML page adds two charts: drift by community, labelled by title (each label
+shortened to fit left of its bar), with the thresholds drawn; and the report statuses across index runs, with axes,
+counts, dates and a legend; its table of reports is sorted by drift and paged (50 rows a page, each a ``<details>``). The history
 is taken as given: one point per index run, oldest first, each ``{"generated_at", "totals", "generation"?}``.
 """
 
@@ -126,8 +127,33 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+LABEL_CHARS = 44  # characters of a bar's label: at 12px, about 7px each, within the 330px left of the bars
+TABLE_PAGE = 50  # rows of the reports table per page
+
+
+def by_drift(report: DriftReport) -> list[DriftEntry]:
+    """The entries most drifted first (then by level and title)."""
+    return sorted(report.entries, key=lambda e: (-e.score, e.level, e.title, e.community_id))
+
+
+def _paged_table(entries: Sequence[DriftEntry]) -> str:
+    """The reports table, most drifted first, in pages of :data:`TABLE_PAGE` rows: each page a ``<details>``
+    (the first open), so a long table needs no script to be read a page at a time."""
+    head = "<tr><th>title</th><th>status</th><th>score</th><th>age (days)</th></tr>"
+    pages = []
+    for i in range(0, len(entries), TABLE_PAGE):
+        rows = "".join(
+            f"<tr><td title='{_esc(e.community_id)}'>{_esc(e.title)}</td><td style='color:{COLORS.get(e.status, '#333')}'>"
+            f"{e.status}</td><td class=n>{e.score:.2f}</td><td class=n>{e.age_days:g}</td></tr>"
+            for e in entries[i:i + TABLE_PAGE])
+        last = min(len(entries), i + TABLE_PAGE)
+        pages.append(f"<details class='page'{' open' if i == 0 else ''}><summary>reports {i + 1}–{last} of "
+                     f"{len(entries)}</summary><table>{head}{rows}</table></details>")
+    return "".join(pages) or "<p>No reports yet.</p>"
+
+
 def _bars(report: DriftReport, limit: int = 40) -> str:
-    entries = report.entries[:limit]
+    entries = by_drift(report)[:limit]
     if not entries:
         return "<p>No reports yet.</p>"
     row, width, label_w, right = 22, 900, 330, 100
@@ -145,7 +171,7 @@ def _bars(report: DriftReport, limit: int = 40) -> str:
     for i, e in enumerate(entries):
         y = top + i * row
         w = max(1.5, plot_w * e.score)
-        label = f"L{e.level} · {_short(e.title, 46)}"
+        label = _short(f"L{e.level} · {e.title}", LABEL_CHARS)  # (the whole label fits left of the bars)
         parts.append(f'<text x="{label_w - 8}" y="{y + 14}" font-size="12" text-anchor="end">{_esc(label)}'
                      f'<title>{_esc(e.title)} ({e.community_id})</title></text>')
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="{COLORS.get(e.status, "#888")}">'
@@ -246,9 +272,7 @@ def to_html(report: DriftReport, history: Sequence[dict[str, Any]]) -> str:
     counts = ", ".join(f'<b style="color:{COLORS[s]}">{t.get(s, 0)} {s}</b>' for s in STATUSES
                        if t.get(s, 0) or s != "fallback")
     steps = "".join(f"<li>{_code(s)}</li>" for s in next_steps(report))
-    compact = "".join(
-        f"<tr><td title='{_esc(e.community_id)}'>{_esc(e.title)}</td><td style='color:{COLORS.get(e.status, '#333')}'>"
-        f"{e.status}</td><td class=n>{e.score:.2f}</td><td class=n>{e.age_days:g}</td></tr>" for e in report.entries)
+    compact = _paged_table(by_drift(report))
     details = "".join(
         f"<tr><td>{_esc(e.title)}</td><td><code>{_esc(e.community_id)}</code></td><td class=n>{e.level}</td>"
         f"<td>{e.existence}</td><td class=n>+{e.members_added}/-{e.members_removed}</td><td class=n>{e.descriptions_changed}</td>"
@@ -263,7 +287,7 @@ table{{border-collapse:collapse;font-size:13px;margin:.5em 0}}td,th{{border:1px 
 th{{background:#f4f4f4}}td.n{{text-align:right;font-variant-numeric:tabular-nums}}
 .todo{{background:#f3f7fc;border:1px solid #cfe0f6;border-radius:8px;padding:.6em 1.2em}}.todo li{{margin:.3em 0}}
 code{{background:#eef1f5;padding:1px 4px;border-radius:3px}}.meanings{{font-size:13px}}.meanings li{{margin:.15em 0}}
-h2{{margin-top:1.4em}}</style></head><body>
+h2{{margin-top:1.4em}}details.page summary{{cursor:pointer;color:#2f6fb3;margin:.3em 0}}</style></head><body>
 <h1>Strata drift report</h1>
 <p>Generated {_esc(report.generated_at)}: <b>{t['reports']}</b> reports: {counts}.</p>
 <div class="todo"><h2 style="margin-top:.3em">What to do</h2><ul>{steps}</ul></div>
@@ -271,8 +295,8 @@ h2{{margin-top:1.4em}}</style></head><body>
 {_bars(report)}
 <h2>Report status across index runs</h2>
 {_history(history)}
-<h2>Reports</h2>
-<table><tr><th>title</th><th>status</th><th>score</th><th>age (days)</th></tr>{compact}</table>
+<h2>Reports (most drifted first)</h2>
+{compact}
 <h2>What the statuses mean</h2>
 {_legend(report)}
 <h2>Details</h2>

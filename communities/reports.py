@@ -9,7 +9,6 @@ level first), so a parent can lean on its children's reports; no two reports sha
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections import Counter
 from dataclasses import replace
@@ -22,9 +21,11 @@ import numpy as np
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
-from communities.titles import extractive_title, title_rank, title_worthy, unique_titles
+from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
 from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
+from extraction.kinds import kind_weight
+from extraction.wordlike import prose_tokens
 
 
 class ReportWriter(Protocol):
@@ -77,17 +78,67 @@ class ExtractiveReportWriter:
         self._idf: Idf | None = idf
         self._sentences: dict[str, list[tuple[Sentence, str]]] = {}  # per chunk: its whole sentences, normalized
         self._titled: bool | None = None
+        self._prose: frozenset[str] | None = None
 
     def _page_titles(self, ctx: CommunityContext) -> frozenset[str]:
         """The titles (casefolded) of the community's passages' pages, when the corpus has several titled pages
         (one book's title names every community alike)."""
-        if self._titled is None:
-            seen = {str(c.metadata.get("title", "")).casefold() for c in self.chunks.values()} - {""}
-            self._titled = len(seen) > 1
-        if not self._titled:
+        if not self._is_titled():
             return frozenset()
         return frozenset(str(c.metadata["title"]).casefold() for cid in ctx.passages
                          if (c := self.chunks.get(cid)) is not None and c.metadata.get("title"))
+
+    def _is_titled(self) -> bool:
+        if self._titled is None:
+            seen = {str(c.metadata.get("title", "")).casefold() for c in self.chunks.values()} - {""}
+            self._titled = len(seen) > 1
+        return self._titled
+
+    def _topics(self, ctx: CommunityContext) -> list[tuple[str, float]]:
+        """The titles of the pages the community's members are named on, each weighted by the members named on its
+        passages and the page's kind (``kind_weights``), heaviest first; empty unless the corpus has several
+        titled pages."""
+        if not self._page_titles(ctx):
+            return []
+        weight: Counter[str] = Counter()
+        for e in ctx.entities:
+            for cid in e.chunk_ids:
+                c = self.chunks.get(cid)
+                if c is not None and c.metadata.get("title"):
+                    weight[str(c.metadata["title"])] += kind_weight(c.metadata.get("kind"), self.settings.kind_weights)
+        return sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _prose_words(self) -> frozenset[str]:
+        """The words the corpus's passages use in prose (outside code), casefolded."""
+        if self._prose is None:
+            self._prose = frozenset(w for c in self.chunks.values() for w in prose_tokens(c.text))
+        return self._prose
+
+    def qualifiers(self, ctx: CommunityContext) -> list[str]:
+        """What may tell a community's title from another's: its members that may stand in a title (most central
+        first), then the other pages they are named on, then the sections (deepest headings) they are named under."""
+        names = [e.name for e in title_rank(ctx.entities, ctx.degree(), self._page_titles(ctx)) if self.worthy(e.name)]
+        sections: Counter[str] = Counter()
+        for e in ctx.entities:
+            for cid in e.chunk_ids:
+                c = self.chunks.get(cid)
+                heads = c.metadata.get("headings") if c is not None else None
+                if isinstance(heads, list) and len(heads) > 1 and self.worthy(str(heads[-1])):
+                    sections[str(heads[-1])] += 1
+        ranked = sorted(sections, key=lambda t: (-sections[t], t))
+        return names + [t for t, _ in self._topics(ctx)[1:]] + ranked
+
+    def worthy(self, name: str) -> bool:
+        """Whether a member's name may stand in a title: :func:`communities.titles.title_worthy`, and on a corpus of
+        titled pages every word of it is a word its prose uses outside code (an identifier only code spells,
+        "PLUGIN_NAME", names nothing a reader of the page knows)."""
+        if not title_worthy(name):
+            return False
+        if not self._is_titled():
+            return True
+        prose = self._prose_words()
+        tokens = [t.strip(",.;:!?()\"'“”‘’").casefold() for t in name.split()]
+        return all(t in prose or not any(ch.isalpha() for ch in t) for t in tokens if t)
 
     @property
     def idf(self) -> Idf:
@@ -126,8 +177,11 @@ class ExtractiveReportWriter:
         types = Counter(e.type for e in ctx.entities)
         kind = types.most_common(1)[0][0].replace("_", " ") if types else "unnamed"
         about = [t for t in terms if title_worthy(t)][:2]
-        title = extractive_title(leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities"
-                                 + (f" about {_join_names(about)}" if about else ""))
+        topics = self._topics(ctx)
+        worthy = [e.name for e in leads if self.worthy(e.name)]
+        title = topic_title(topics, worthy) or extractive_title(
+            leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {_join_names(about)}" if about else ""),
+            self.worthy)
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
         others = [n for n in names[1:4] if n != main]
         summary = (
@@ -139,9 +193,10 @@ class ExtractiveReportWriter:
             + (f"; it groups {len(children)} sub-communities: " + "; ".join(c.title for c in children[:4]) if children else "")
             + "."
         )
-        mentions = sum(len(e.chunk_ids) for e in ctx.entities)
-        rating = round(min(10.0, 2.0 * math.log1p(mentions + len(ctx.relations))), 2)
-        return Report(ctx.community.id, ctx.community.level, title, summary, tuple(findings), rating,
+        # No rating: an extractive report has no judge of importance (a count squashed to 0-10 read 10 for every
+        # large community); communities are ranked for answers about the whole corpus by their size and the kinds
+        # of their pages (strata.topics).
+        return Report(ctx.community.id, ctx.community.level, title, summary, tuple(findings), 0.0,
                       fingerprint(ctx), self.mode, self.model, now_iso())
 
     def _quoted_findings(self, ctx: CommunityContext, ranked: Sequence[Entity], deg: Mapping[str, float],
@@ -229,8 +284,12 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     contexts: dict[str, CommunityContext] = {}
     final: set[str] = set()  # reports whose titles stand: deeper levels', and those kept unchanged
 
+    qualifiers = getattr(writer, "qualifiers", None)
+
     def members(community_id: str) -> list[str]:
         ctx = contexts[community_id]
+        if qualifiers is not None:
+            return qualifiers(ctx)
         return [e.name for e in title_rank(ctx.entities, ctx.degree()) if title_worthy(e.name)]
 
     for level in sorted({c.level for c in communities}, reverse=True):

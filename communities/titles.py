@@ -13,10 +13,14 @@ that titles one of the community's pages (a corpus of several titled documents) 
 "npm update with npm-outdated and npm access" says what a community is about where "latest with URL and git" does
 not.
 
+:func:`topic_title` names a community of a corpus of titled pages (a docs site) by the page its members are named on
+most, weighted by the kind of each page (a changelog counts less), and its most representative members: "Build
+configuration: wheel and sdist". Its parts are whole, so it is never cut mid-phrase.
+
 :func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
 title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
 ranked member that the other communities do not hold ("..., with Fezziwig"), else by any member not yet in the
-title, else by its level in words.
+title, else by a number.
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ _CONJUNCTIONS = {"and", "or", "nor", "as", "plus", "versus"}
 _OPEN_ENDS = {"both", "either", "neither", "between", "from"}  # "... for both npm publish" goes on "and npm install"
 _TOKEN = re.compile(r"^[^\W_][\w'’.&+-]*$")
 _STRIP = ",.;:!?()\"'“”‘’"
-_LEVEL_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
 
 def made_of_words(text: str) -> bool:
@@ -150,10 +153,11 @@ def _join(names: Sequence[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str) -> str:
+def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str,
+                     worthy_name: Callable[[str], bool] = title_worthy) -> str:
     """The title of a community whose members are ``ranked`` (most central first) and ``relations`` its
-    internal relations; ``fallback`` when no member's name is made of words."""
-    worthy = [e for e in ranked if title_worthy(e.name)]
+    internal relations; ``fallback`` when no member's name is made of words (``worthy_name``)."""
+    worthy = [e for e in ranked if worthy_name(e.name)]
     if not worthy:
         return fallback
     lead = {e.id: i for i, e in enumerate(worthy[:4])}
@@ -176,15 +180,36 @@ def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fa
     return f"{main} with {_join(others)}" if others else main
 
 
+def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_members: int = 2) -> str | None:
+    """The title of a community of a corpus of titled pages (a docs site): the page its members are named on most
+    (``topics``: page titles with the weight of the members' mentions on them, heaviest first) and its most
+    representative members that the page title does not already name (``ranked``: names that may stand in a title,
+    most central first), as "Build configuration: wheel and sdist". Whole names and a whole page title only, so
+    the title is never cut mid-phrase; None without a topic."""
+    if not topics:
+        return None
+    lead = " ".join(topics[0][0].split())
+    low = lead.casefold()
+    extra: list[str] = []
+    for name in ranked:
+        folded = name.casefold()
+        if folded in low or any(folded in x.casefold() or x.casefold() in folded for x in extra):
+            continue
+        if len(lead.split()) + sum(len(x.split()) for x in extra) + len(name.split()) > MAX_TITLE_WORDS:
+            continue
+        extra.append(name)
+        if len(extra) >= max_members:
+            break
+    return f"{lead}: {_join(extra)}" if extra else lead
+
+
 def _candidates(title: str, names: Sequence[str], others: set[str], level: int) -> Iterable[str]:
     low = title.casefold()
     fresh = [n for n in names if n.casefold() not in low]
     for n in [n for n in fresh if n.casefold() not in others] + [n for n in fresh if n.casefold() in others]:
         yield f"{title}, with {n}"
-    word = _LEVEL_WORDS[level] if level < len(_LEVEL_WORDS) else "below ten"
-    yield f"{title}, at level {word}"
-    for i, w in enumerate(_LEVEL_WORDS[2:], start=2):
-        yield f"{title}, at level {word}, part {w}"
+    for k in range(2, 1000):  # (numbered: words a corpus may never use, "at level zero", would not be its words)
+        yield f"{title} ({k})"
 
 
 def unique_titles(reports: Sequence[Report], members: Callable[[str], Sequence[str]],

@@ -114,6 +114,12 @@ class StoreSettings(BaseModel):
         15.0, ge=0, description="how long the driver retries a transaction after transient errors before failing")
 
 
+# How much a passage of each document kind (extraction/kinds.py) counts in community titles and in the ranking of
+# communities for answers about the whole corpus.
+DEFAULT_KIND_WEIGHTS: dict[str, float] = {"guide": 1.0, "reference": 1.0, "glossary": 0.7, "index": 0.5,
+                                          "changelog": 0.2}
+
+
 class CommunitySettings(BaseModel):
     """Hierarchical Leiden and community reports."""
 
@@ -133,6 +139,11 @@ class CommunitySettings(BaseModel):
     drift_stale: float = Field(0.35, ge=0, le=1, description="drift score at which a report is stale")
     resummarize_min_drift: float = Field(
         0.0, ge=0, le=1, description="on reindex, keep reports whose inputs drifted less than this (0: any change rewrites)")
+    kind_weights: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_KIND_WEIGHTS),
+        description="how much a passage of each document kind counts when communities are titled and ranked for "
+                    "answers about the whole corpus (extraction/kinds.py; a kind not listed counts 1): changelogs "
+                    "rank low by default, {\"changelog\": 1.0} ranks them as any page")
 
 
 class RetrievalSettings(BaseModel):

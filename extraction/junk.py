@@ -9,7 +9,8 @@
 - ``annotation``: the markers writers leave in text and code (TODO, FIXME, XXX, TBD) and admonition labels;
 - ``URL piece``: a scheme, ``www``, a top-level domain, a host name, or anything holding ``://``;
 - ``file or path``: a name with a file extension (``logo.png``, ``package.json``) or a path separator (a
-  folder written with its trailing slash, ``package/``, included);
+  folder written with its trailing slash, ``package/``, included), except two or three capitalized pieces joined
+  by slashes, which name one thing ("AC/DC", "TCP/IP", "I/O", "CI/CD");
 - ``markup``: Markdown, HTML or template characters, or a first character that is punctuation;
 - ``key: value``: a front-matter or configuration line rather than a name;
 - ``ID or hash``: hexadecimal digests, UUIDs, and long tokens that alternate letters and digits or switch case
@@ -90,9 +91,14 @@ def looks_like_id(token: str) -> bool:
     return len(pieces) >= 6 and sum(len(p) for p in pieces) / len(pieces) < 3.0
 
 
+_SLASH_NAME = re.compile(r"^[A-Z0-9][A-Za-z0-9]*(?:/[A-Z0-9][A-Za-z0-9]*){1,2}$")  # "AC/DC", "TCP/IP", "I/O", "CI/CD"
+
+
 def _file_or_path(name: str) -> bool:
-    if "/" in name or "\\" in name:  # a separator anywhere: "a/b", "./x", "~/x", "/etc", "package/"
+    if "\\" in name:
         return True
+    if "/" in name:  # "a/b", "./x", "~/x", "/etc", "package/", "docs/index": a path; "TCP/IP" is a name
+        return not all(_SLASH_NAME.match(tok) for tok in name.split() if "/" in tok)
     m = re.fullmatch(r"\.?([\w.-]*?\w)\.([A-Za-z0-9]{1,8})", name)
     if not m:
         return name.startswith(".") and len(name) > 1 and name[1:].replace("-", "").replace("_", "").isalnum()

@@ -6,6 +6,11 @@ from YAML front matter, a sidecar ``<file>.meta.json`` / ``<file>.meta.yaml``, a
 and never stop the rest of the folder from loading. A file with no text (blank, or front matter only, as many
 a docs site's ``index.md``) is not a problem: it is listed as empty and has nothing to index. Files of types
 Strata does not read are counted by extension, so that a run can name them once.
+
+A Markdown file (``.md``, ``.markdown``) is read with a Markdown parser and its text is the clean normalized
+Markdown of :mod:`extraction.markdown_text` (no attribute lists, admonition or tab markers, HTML or link
+targets), so that chunks, entities, titles and quotes see what a reader of the page sees; its structure gives
+its ``kind`` (:mod:`extraction.kinds`) unless its metadata names one.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from typing import Any, Iterator
 import yaml
 
 from core.records import Document, LoadProblem, stable_hash
+from extraction.kinds import kind_of
+from extraction.markdown_text import normalize_markdown
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
 JSONL_SUFFIXES = {".jsonl"}
 SIDECAR_SUFFIXES = (".meta.json", ".meta.yaml", ".meta.yml")
 
@@ -121,6 +129,11 @@ def _load_text_file(path: Path, rel: str) -> Document:
     front, body = _split_front_matter(text, rel)
     meta = {**_path_meta(rel), **_read_sidecar(path), **front}
     doc_id = str(meta.pop("id", rel))
+    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+        page = normalize_markdown(body)
+        body = page.text
+        title = meta.get("title")
+        meta.setdefault("kind", kind_of(page.shape, title if isinstance(title, str) else None))
     if not body.strip():
         raise EmptyDocumentError("no text (blank, or front matter only)")
     return Document(id=doc_id, source=rel, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))

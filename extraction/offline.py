@@ -26,13 +26,14 @@ from core.text.sentences import cut_inside
 from extraction.junk import FUNCTION_WORDS, junk_reason
 from extraction.markup import clip, document_boilerplate, prose_view
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
+from extraction.wordlike import WordModel
 from core.records import Chunk
 from core.settings import ExtractionSettings
 
 # The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
 # markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
 # extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 7
+EXTRACTOR_VERSION = 8
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -77,7 +78,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
     ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
                               r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
-    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+)*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+)*)*")),
+    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+|/[A-Z0-9][\w]*(?![\w/]))*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+|/[A-Z0-9][\w]*(?![\w/]))*)*")),
     # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
     ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf](?:[\u4e00-\u9fff\u3400-\u4dbf]|[·‧•・](?=[\u4e00-\u9fff]))+"
                        r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
@@ -461,8 +462,11 @@ class OfflineExtractor:
 
     mode = "offline"
 
-    def __init__(self, settings: ExtractionSettings) -> None:
+    def __init__(self, settings: ExtractionSettings, words: WordModel | None = None) -> None:
+        """``words``: what the corpus's words look like (:mod:`extraction.wordlike`); a name none of whose
+        tokens is word-like by it (a hash, a hex range, an example value) is no entity. None: every name may be."""
         self.settings = settings
+        self.words = words
 
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
         """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
@@ -488,6 +492,10 @@ class OfflineExtractor:
             found = [f for f in sent.found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
                      and (not f.term or f.name in phrases)]
+            if self.words is not None:
+                found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
+                         or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
+                                                                 and self.words.prose_word(f.name))]
             if base is not str:
                 found = [replace(f, name=base(f.name)) if f.type in _BASE_FORM_TYPES else f for f in found]
             snippet = " ".join(sentence.split())[:240]
@@ -529,6 +537,13 @@ class OfflineExtractor:
 
 
 _BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
+# Entities whose shape makes them what they are (an error code holds a number), not judged by the corpus's word
+# model; nor are names in Chinese, Japanese or Korean script (jieba's tagger judges Chinese names and terms).
+_SHAPED_TYPES = frozenset({"error_code", "version"})
+# A code span holding one plain lower-case word that the corpus's prose uses as a word ("the `main` branch") is that
+# word, not a name.
+_PLAIN_WORD = re.compile(r"[a-z]+")
+_CJK_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def _base_form(view: str) -> Callable[[str], str]:

@@ -87,8 +87,8 @@ def publish_task(session: IndexSession, snapshot, communities, chunks: int) -> d
 
 
 @task(name="extract-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
-def extract_unit_task(chunks: list[Chunk], settings: StrataSettings) -> ExtractionResult:
-    return extract_unit(chunks, settings)
+def extract_unit_task(chunks: list[Chunk], settings: StrataSettings, words: Any = None) -> ExtractionResult:
+    return extract_unit(chunks, settings, words)
 
 
 @task(name="merge-descriptions-unit", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
@@ -183,7 +183,7 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
             if distributed:
                 planned = plan_batches(todo, settings)
                 results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings),
-                                                wait_for=[removed])
+                                                unmapped(session.words), wait_for=[removed])
                 # Embedding needs only the chunks' texts: the workers embed while this process stores the
                 # extractions, merges and writes the reports; the vectors are stored before the chunk index is built.
                 embedding = embed_on_workers(session, settings, [c for b in planned for c in batch_chunks(b)])

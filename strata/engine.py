@@ -14,18 +14,20 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from core.records import Report
 from core.settings import StrataSettings
 from answers.answer import Answer, local_answer
 from answers.both import both_sides_answer
-from answers.global_answer import global_answer
+from answers.global_answer import about_the_whole, global_answer, pick_level
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.index import ChunkIndex, SearchOutcome
 from retrieval.graph_fusion import with_graph_seeds
 from retrieval.router import EntityLexicon, Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
 from strata.integrity import GenerationDamagedError
+from strata.topics import whole_corpus_reports
 from strata.stages import open_llm
 from strata.workspace import GenerationPaths, Lease, Workspace
 
@@ -225,7 +227,12 @@ class Engine:
                                      s.global_level, s.global_reports, prompts_dir=self.settings.llm.prompts_dir,
                                      on_delta=on_delta)
         if decision.route == "global":
-            return global_answer(question, decision, snap.reports, snap.index, s.global_level, s.global_reports,
+            reports: Sequence[Report] = snap.reports
+            if about_the_whole(decision):  # the largest communities, each page counted by its kind (strata.topics)
+                kinds = {row.chunk_id: row.fields.get("kind") for row in snap.index.rows}
+                reports = whole_corpus_reports(pick_level(snap.reports, s.global_level), kinds,
+                                               self.settings.communities.kind_weights, s.global_reports)
+            return global_answer(question, decision, reports, snap.index, s.global_level, s.global_reports,
                                  max_points=s.answer_sentences + 2, query_vector=qv)
         if self.mode == "llm":  # written by the LLM from the ranked passages, its citations checked
             from answers.llm_local import llm_local_answer

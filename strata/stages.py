@@ -35,6 +35,7 @@ from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 from extraction.titles import with_titles
 from extraction.types import ExtractionResult, Extractor
+from extraction.wordlike import WordModel
 from retrieval.index import ChunkIndex
 from strata.extractor_record import change_note, record_extractor, recorded_extractor
 from strata.generations import open_index, previous_state, write_generation
@@ -108,12 +109,20 @@ def open_llm(settings: StrataSettings) -> "LLMClient | None":
     return LLMClient.from_settings(settings.llm, Path(settings.data_dir) / "llm_cache.sqlite")
 
 
-def make_extractor(settings: StrataSettings, client: "LLMClient | None") -> Extractor:
+def make_extractor(settings: StrataSettings, client: "LLMClient | None", words: WordModel | None = None) -> Extractor:
+    """The LLM extractor when a client is given, else the offline one, judging names by ``words`` (the corpus's
+    word model, :mod:`extraction.wordlike`)."""
     if client is not None:
         from extraction.llm_extractor import LLMExtractor
 
         return LLMExtractor(client, settings.extraction, settings.llm.prompts_dir)
-    return OfflineExtractor(settings.extraction)
+    return OfflineExtractor(settings.extraction, words)
+
+
+def corpus_words(loaded: LoadResult) -> WordModel:
+    """The word model of the whole loaded corpus (every run loads all of the workspace's folders, so it is the
+    same for the same documents, whichever of them a run extracts)."""
+    return WordModel.of_texts(d.text for d in loaded.documents)
 
 
 def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk],
@@ -201,6 +210,7 @@ class IndexSession:
     recovering: bool = False
     full: bool = False
     index: ChunkIndex | None = None
+    words: WordModel | None = None  # the corpus's word model (offline extraction)
 
     def close(self) -> None:
         try:
@@ -241,7 +251,8 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
         raise
     client = open_llm(settings)
     ledger = FailureLedger(ws.root / "ledger.sqlite")
-    extractor = make_extractor(settings, client)
+    words = corpus_words(loaded) if client is None else None
+    extractor = make_extractor(settings, client, words)
     recovering = ws.pending_path.exists()
     # From here until a generation is published, a crash leaves the marker behind.
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -251,7 +262,7 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
                    empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), extractor=fingerprint.label())
     return IndexSession(settings, ws, store, client, ledger, extractor, run, progress, own_store, time.perf_counter(),
-                        lock, fingerprint, recorded_extractor(ws), recovering, full)
+                        lock, fingerprint, recorded_extractor(ws), recovering, full, words=words)
 
 
 @timed_stage("plan")
@@ -308,12 +319,12 @@ def batch_chunks(batch: Batch) -> list[Chunk]:
     return [c for _, chunks in batch for c in chunks]
 
 
-def extract_unit(chunks: Sequence[Chunk], settings: StrataSettings) -> ExtractionResult:
+def extract_unit(chunks: Sequence[Chunk], settings: StrataSettings, words: WordModel | None = None) -> ExtractionResult:
     """One batch's extraction with its own extractor (and LLM client, sharing the workspace's response cache):
-    what a Dask worker runs. It reads and writes no store."""
+    what a Dask worker runs. It reads and writes no store. ``words``: the corpus's word model."""
     client = open_llm(settings)
     try:
-        return make_extractor(settings, client).extract(chunks)
+        return make_extractor(settings, client, words).extract(chunks)
     finally:
         if client is not None:
             client.close()

@@ -54,7 +54,7 @@ def test_empty_folder_is_an_error(tmp_path: Path) -> None:
 
 
 def test_chunks_overlap_and_keep_offsets() -> None:
-    text = " ".join(f"word{i}." for i in range(100))
+    text = " ".join(f"Word {i} is here." for i in range(60))
     doc = Document("d", "d.txt", text, "h")
     chunks = chunk_document(doc, ChunkingSettings(chunk_tokens=30, overlap_tokens=10))
     assert [c.id for c in chunks][:2] == ["d#0000", "d#0001"]

@@ -37,6 +37,8 @@ class ChunkView(BaseModel):
 class DocumentView(BaseModel):
     document_id: str
     source: str
+    kind: str | None = Field(None, description="the document's kind (guide, reference, changelog, glossary, index), "
+                                               "when the loader recorded one")
     chunks: list[ChunkView]
 
 
@@ -219,7 +221,9 @@ class ConsoleView:
         if not ids:
             raise NotFound(f"no document {document_id!r} in the served index")
         chunks = [self.chunk(c) for c in ids]
-        return DocumentView(document_id=document_id, source=chunks[0].source, chunks=chunks)
+        kind = chunks[0].metadata.get("kind")
+        return DocumentView(document_id=document_id, source=chunks[0].source,
+                            kind=kind if isinstance(kind, str) else None, chunks=chunks)
 
     # -- communities --------------------------------------------------------------------------------------
     def _title(self, c: Community) -> str:

@@ -217,7 +217,9 @@ async function openDocument(documentId, focusChunk) {
     const d = await api("GET", "/v1/documents/" + encodeURIComponent(documentId));
     const parts = d.chunks.map((c) => el("div", { class: "doc-chunk" + (c.chunk_id === focusChunk ? " focus" : ""), id: "doc-" + c.chunk_id },
       el("div", { class: "muted small" }, c.chunk_id), markdownNode(c.html, "chunk-text")));
-    openDrawer("Document " + d.source, el("p", { class: "muted" }, d.chunks.length + " chunk(s), in index order; neighbouring chunks overlap."), ...parts);
+    openDrawer("Document " + d.source,
+      el("p", { id: "document-kind" }, el("span", { class: "label" }, "Kind "), el("span", { class: "chip" }, d.kind || "not recorded")),
+      el("p", { class: "muted" }, d.chunks.length + " chunk(s), in index order; neighbouring chunks may share a paragraph."), ...parts);
     const focus = document.getElementById("doc-" + focusChunk);
     if (focus) focus.scrollIntoView({ block: "start" });
   } catch (err) {
@@ -423,7 +425,7 @@ function layout(graph, width, height) {
   if (n <= 1) { if (n) { pos[0].x = width / 3; pos[0].y = height / 2; } return pos; }
   const index = new Map(graph.nodes.map((v, i) => [v.id, i]));
   const edges = graph.edges.map((e) => [index.get(e.source), index.get(e.target)]).filter(([a, b]) => a !== undefined && b !== undefined);
-  const labelWidth = graph.nodes.map((v) => 7 * Math.min(v.name.length, 28));  // the label sits right of its node
+  const labelWidth = graph.nodes.map((v) => 7 * Math.min(v.name.length, 28) + 12);  // the label sits right of its node
   const k = Math.sqrt((width * height) / n) * 0.9;
   let t = width / 8;
   for (let it = 0; it < 250; it++) {
@@ -453,7 +455,33 @@ function layout(graph, width, height) {
     }
     t *= 0.98;
   }
+  separateLabels(pos, labelWidth, width, height);
   return pos;
+}
+
+// Labels sit right of their nodes, 14px high: push apart (mostly up and down) any two whose boxes overlap, so that
+// no label is drawn over another.
+function separateLabels(pos, labelWidth, width, height) {
+  const H = 16, n = pos.length;
+  for (let round = 0; round < 300; round++) {
+    let moved = false;
+    for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) {
+      const a = pos[i], b = pos[j];
+      const overlapX = Math.min(a.x + labelWidth[i], b.x + labelWidth[j]) - Math.max(a.x - 8, b.x - 8);
+      const overlapY = H - Math.abs(a.y - b.y);
+      if (overlapX <= 0 || overlapY <= 0) continue;
+      moved = true;
+      const up = a.y < b.y || (a.y === b.y && i < j) ? -1 : 1;
+      const push = overlapY / 2 + 0.5;
+      a.y += up * push; b.y -= up * push;
+      if (round > 150) { const side = a.x < b.x ? -1 : 1; a.x += side * 2; b.x -= side * 2; }
+      for (const [p, w] of [[a, labelWidth[i]], [b, labelWidth[j]]]) {
+        p.y = Math.min(height - 12, Math.max(12, p.y));
+        p.x = Math.min(width - 4 - w, Math.max(10, p.x));
+      }
+    }
+    if (!moved) break;
+  }
 }
 
 function drawGraph(graph, onPick, width = 640, height = graph.nodes.length > 24 ? 500 : 380) {
@@ -542,7 +570,7 @@ async function showCommunity(id) {
     const kids = d.children.slice(0, 12);
     const report = d.report ? el("div", { class: "card" },
       el("div", { class: "label" }, "Report", d.report.stale ? el("span", { class: "chip stale", title: STALE_HINT }, "needs refresh") : null,
-        el("span", { class: "muted small" }, " rating " + d.report.rating.toFixed(1) + " · " + d.report.mode + (d.report.model ? " " + d.report.model : "") + " · written " + d.report.created_at)),
+        el("span", { class: "muted small", id: "report-meta" }, (d.report.mode === "llm" ? " rating " + d.report.rating.toFixed(1) + " (the LLM's importance rating, 0–10)" : " no rating (an extractive report quotes; it does not judge)") + " · " + d.report.mode + (d.report.model ? " " + d.report.model : "") + " · written " + d.report.created_at)),
       markdownNode(d.report.summary_html, "summary"),
       el("ul", { class: "findings" }, d.report.findings.map((f) => el("li", {}, markdownNode(f.html, "finding"), " ",
         f.chunk_ids.map((cid, i) => [i ? " " : "", el("span", { class: "small" }, "[", chunkLink(cid, i === 0 ? [{ start: f.start, end: f.end }] : []), "]")])))))

@@ -1,0 +1,379 @@
+"""Markdown as documentation generators write it, read with a real parser and written back as clean Markdown.
+
+A docs site's page is Markdown plus the extensions of its generator: attribute lists (``## Title { #id }``,
+``{: .class }`` lines), admonitions (``!!! note``, ``??? tip``), content tabs (``=== "Tab"``), inline HTML
+(``<dfn>``, ``<abbr>``, ``<kbd>``, ``<script>`` blocks, comments), snippets and abbreviation lines, front matter,
+footnotes, definition lists and tables. Read as plain text, all of that leaks into chunks, entity names and
+titles. :func:`normalize_markdown` parses the page with markdown-it-py (and the mdit-py-plugins for admonitions,
+attributes, footnotes, definition lists and task lists) and writes a clean, normalized Markdown text that becomes
+the document's text, so that everything downstream (chunks, sentences, citations quoting ``chunk.text[start:
+end]``) works on clean text with consistent offsets:
+
+- headings stay ``#`` lines (attribute lists and closing ``#`` dropped), list items ``- `` / ``1. `` lines, fenced
+  code stays fenced (its info string cut to the language), tables stay tables, blockquotes ``> `` lines;
+- attribute lists, admonition and tab markers, generator directives (mkdocstrings' ``::: module`` with its options), images, link targets, footnote references, emphasis marks and
+  HTML tags are dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
+  comments, ``<script>`` and ``<style>`` leave nothing; an HTML block leaves its text (``<pre>`` as code);
+- a code span stays in backticks, unless it is part of a word ("\\`g\\`reater" is "greater");
+- an admonition's or a tab's own title stays as a line of text (a bare ``!!! note`` leaves nothing).
+
+:class:`MarkdownShape` counts the page's structure as the parser saw it (headings, version headings, list
+items, paragraphs, code blocks, table rows, definition terms, link words); :mod:`extraction.kinds` reads a
+document's kind from it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from markdown_it import MarkdownIt
+from markdown_it.tree import SyntaxTreeNode
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.attrs import attrs_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+from mdit_py_plugins.tasklists import tasklists_plugin
+
+# A line that is only an attribute list: "{ .annotate }", "{: #id .class }".
+_ATTR_LINE = re.compile(r"^[ \t]*\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:[ \t]+[^{}]*)?\}[ \t]*$")
+# An attribute list at the end of a heading, with the closing sequence before it: "## A ## {: #a }", "# A { #a }".
+_HEADING_ATTRS = re.compile(r"(?:[ \t]+#+)?[ \t]*\{:?[ \t]*[#.][^{}\n]*\}[ \t]*$")
+_HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_TAB = re.compile(r"^([ \t]*)===[+!]?[ \t]+\"(.*)\"[ \t]*$")
+_DIRECTIVE = re.compile(r"^[ \t]*:::[ \t]+[\w.:]+[ \t]*$")
+_SNIPPET = re.compile(r"^[ \t]*-{1,2}8<-{1,2}")  # pymdownx.snippets: "--8<-- "file""
+_ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "*[HTML]: Hyper Text ..."
+_TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
+_ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"
+_VERSION_OR_DATE = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-.]?[a-z]+\d*)?(?![\w.])|\b\d{4}-\d{2}-\d{2}\b"
+                              r"|\b\d{4}/\d{2}/\d{2}\b", re.I)
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
+def names_version(text: str) -> bool:
+    """Whether ``text`` (a heading, a title) names a version or a date."""
+    return bool(_VERSION_OR_DATE.search(text))
+
+
+@dataclass
+class MarkdownShape:
+    """The structure of a page as the parser saw it."""
+
+    version_title: bool = False  # the page's title (its level-1 heading) names a version: release notes
+    headings: int = 0  # section headings (level 2 and below; the page title is level 1)
+    version_headings: int = 0  # of which name a version or a date ("1.18.0 - 2026-08-11")
+    code_headings: int = 0  # of which hold a code span ("`build`", an option's name)
+    list_items: int = 0
+    paragraphs: int = 0
+    code_blocks: int = 0
+    table_rows: int = 0
+    terms: int = 0  # definition-list terms
+    words: int = 0  # words of prose (outside code blocks)
+    link_words: int = 0  # of which stand in link texts
+
+    @property
+    def blocks(self) -> int:
+        return self.list_items + self.paragraphs + self.code_blocks + self.table_rows + self.terms
+
+
+@dataclass(frozen=True)
+class NormalizedMarkdown:
+    text: str
+    shape: MarkdownShape = field(default_factory=MarkdownShape)
+
+
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    for plugin in (front_matter_plugin, admon_plugin, attrs_plugin, footnote_plugin, deflist_plugin, tasklists_plugin):
+        md.use(plugin)
+    return md
+
+
+_MD = _parser()
+
+
+def _prepare(text: str) -> str:
+    """The page's lines with what the parser has no plugin for made plain: attribute-list lines, snippet and
+    abbreviation lines and template tags dropped, heading attribute lists cut, content tabs turned into their
+    label and their body dedented. Code fences are left alone."""
+    out: list[str] = []
+    fence: str | None = None
+    directive: int | None = None  # the indent of a generator directive whose indented options are being dropped
+    tabs: list[int] = []  # the indents of the content-tab markers whose bodies are being dedented
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" \t"))
+        if line.strip() and fence is None:
+            while tabs and indent <= tabs[-1]:
+                tabs.pop()
+        tab = _TAB.match(line) if fence is None else None
+        cut = min(4 * len(tabs), indent)
+        line = line[cut:]
+        m = _FENCE.match(line)
+        if fence is not None:
+            out.append(line)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            out.append(line)
+            continue
+        if directive is not None:
+            if not line.strip() or len(line) - len(line.lstrip(" \t")) > directive:
+                continue
+            directive = None
+        if _DIRECTIVE.match(line):  # mkdocstrings' "::: package.module" and the options indented under it
+            directive = len(line) - len(line.lstrip(" \t"))
+            continue
+        if _ATTR_LINE.match(line) or _SNIPPET.match(line) or _ABBR_DEF.match(line) or _TEMPLATE_LINE.match(line):
+            continue
+        if tab:
+            tabs.append(indent)
+            label = _ICON.sub("", tab.group(2)).strip()
+            out.append(" " * (indent - cut) + label if label else "")
+            out.append("")
+            continue
+        if _HEADING_LINE.match(line):
+            line = _HEADING_ATTRS.sub("", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+class _HtmlText(HTMLParser):
+    """The text of an HTML block: scripts, styles and comments leave nothing, ``<pre>`` leaves code."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[tuple[str, str]] = []  # ("text" | "code", content)
+        self._skip = 0
+        self._pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style", "svg", "template"):
+            self._skip += 1
+        elif tag == "pre":
+            self._pre += 1
+            self.parts.append(("code", ""))
+        elif tag in ("br", "p", "div", "li", "tr", "aside", "section", "h1", "h2", "h3", "h4", "h5", "h6"):
+            self.parts.append(("text", "\n"))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style", "svg", "template"):
+            self._skip = max(0, self._skip - 1)
+        elif tag == "pre":
+            self._pre = max(0, self._pre - 1)
+            self.parts.append(("text", "\n"))
+
+    def handle_data(self, data: str) -> None:
+        if self._skip:
+            return
+        kind = "code" if self._pre else "text"
+        if self.parts and self.parts[-1][0] == kind:
+            self.parts[-1] = (kind, self.parts[-1][1] + data)
+        else:
+            self.parts.append((kind, data))
+
+
+def _html_blocks(html: str) -> list[str]:
+    parser = _HtmlText()
+    try:
+        parser.feed(html)
+        parser.close()
+    except Exception:  # noqa: BLE001 - malformed HTML: its text as far as it was read
+        pass
+    blocks: list[str] = []
+    for kind, content in parser.parts:
+        if kind == "code":
+            body = content.strip("\n")
+            if body.strip():
+                blocks.append(f"```\n{body}\n```")
+        else:
+            for para in re.split(r"\n\s*\n|\n", content):
+                para = " ".join(para.split())
+                if para:
+                    blocks.append(para)
+    return blocks
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.shape = MarkdownShape()
+        self._in_link = 0
+
+    # -- inline ----------------------------------------------------------------------------------------------
+    def inline(self, node: SyntaxTreeNode) -> str:
+        out: list[str] = []
+        kids = node.children
+        for i, child in enumerate(kids):
+            t = child.type
+            if t == "text":
+                out.append(child.content)
+                if self._in_link:
+                    self.shape.link_words += len(_WORDS.findall(child.content))
+            elif t == "code_inline":
+                before = "".join(out)[-1:]
+                after = kids[i + 1].content[:1] if i + 1 < len(kids) and kids[i + 1].type == "text" else ""
+                if (before.isalnum() or after.isalnum()) and " " not in child.content:
+                    out.append(child.content)  # part of the word around it: "`g`reater" is "greater"
+                else:
+                    ticks = "``" if "`" in child.content else "`"
+                    pad = " " if ticks == "``" else ""
+                    out.append(f"{ticks}{pad}{child.content}{pad}{ticks}")
+            elif t == "softbreak":
+                out.append(" ")  # a paragraph is one line: a quote never holds a line break mid-sentence
+            elif t == "hardbreak":
+                out.append("\n")
+            elif t == "html_inline":
+                if re.match(r"<br\b", child.content, re.I):
+                    out.append(" ")
+            elif t == "link":
+                self._in_link += 1
+                out.append(self.inline(child))
+                self._in_link -= 1
+            elif t in ("image", "footnote_ref", "math_inline"):
+                continue
+            elif child.children:
+                out.append(self.inline(child))
+            elif child.content:
+                out.append(child.content)
+        text = "".join(out)
+        text = _ICON.sub("", text)
+        return re.sub(r"[ \t]{2,}", " ", text).strip(" \t")
+
+    def _inline_of(self, node: SyntaxTreeNode) -> str:
+        return " ".join(self.inline(c) for c in node.children if c.type == "inline").strip()
+
+    # -- blocks ----------------------------------------------------------------------------------------------
+    def blocks(self, node: SyntaxTreeNode) -> list[str]:
+        out: list[str] = []
+        for child in node.children:
+            out.extend(self.block(child))
+        return out
+
+    def block(self, node: SyntaxTreeNode) -> list[str]:
+        t = node.type
+        if t == "heading":
+            level = int(node.tag[1])
+            text = self._inline_of(node)
+            if not text:
+                return []
+            if level == 1 and names_version(text):
+                self.shape.version_title = True
+            if level >= 2:
+                self.shape.headings += 1
+                self.shape.version_headings += names_version(text)
+                self.shape.code_headings += any(c.type == "code_inline" for i in node.children for c in i.children)
+            self.shape.words += len(_WORDS.findall(text))
+            return ["#" * level + " " + text]
+        if t == "paragraph":
+            text = self._inline_of(node)
+            if not text.strip():
+                return []
+            self.shape.paragraphs += 1
+            self.shape.words += len(_WORDS.findall(text))
+            return [text]
+        if t in ("bullet_list", "ordered_list"):
+            items: list[str] = []
+            number = int(node.attrs.get("start", 1) or 1) if t == "ordered_list" else 0
+            for item in node.children:
+                self.shape.list_items += 1
+                marker = f"{number}. " if t == "ordered_list" else "- "
+                number += 1
+                body = self.blocks(item)
+                self.shape.paragraphs -= sum(1 for c in item.children if c.type == "paragraph")
+                if not body:
+                    continue
+                lines = "\n\n".join(body).split("\n")
+                pad = " " * len(marker)
+                items.append("\n".join([marker + lines[0]] + [pad + ln if ln else ln for ln in lines[1:]]))
+            return ["\n".join(items)] if items else []
+        if t in ("fence", "code_block"):
+            self.shape.code_blocks += 1
+            lang = (node.info or "").strip().split()[0] if t == "fence" and (node.info or "").strip() else ""
+            lang = re.sub(r"[^\w+#.-]", "", lang.lstrip("{.").split("}")[0])
+            body = node.content.rstrip("\n")
+            if not body.strip():
+                return []
+            ticks = "````" if "```" in body else "```"
+            return [f"{ticks}{lang}\n{body}\n{ticks}"]
+        if t == "blockquote":
+            inner = "\n\n".join(self.blocks(node))
+            return ["\n".join("> " + ln if ln else ">" for ln in inner.split("\n"))] if inner.strip() else []
+        if t == "table":
+            return self._table(node)
+        if t == "html_block":
+            blocks = _html_blocks(node.content)
+            for b in blocks:
+                if b.startswith("```"):
+                    self.shape.code_blocks += 1
+                else:
+                    self.shape.paragraphs += 1
+                    self.shape.words += len(_WORDS.findall(b))
+            return blocks
+        if t == "admonition":
+            out: list[str] = []
+            kind = str(node.meta.get("tag", "")).strip().lower()
+            for child in node.children:
+                if child.type == "admonition_title":
+                    title = self._inline_of(child)
+                    # A bare "!!! note" shows its type as the title: not the writer's words.
+                    if title and title.strip().lower() != kind:
+                        self.shape.paragraphs += 1
+                        out.append(title)
+                else:
+                    out.extend(self.block(child))
+            return out
+        if t == "dl":
+            out = []
+            for child in node.children:
+                if child.type == "dt":
+                    self.shape.terms += 1
+                    term = self._inline_of(child)
+                    if term:
+                        out.append(term)
+                else:
+                    out.extend(self.blocks(child))
+            return out
+        if t in ("footnote_block",):
+            return [b for fn in node.children for b in self.blocks(fn)]
+        if t in ("front_matter", "hr", "footnote_anchor"):
+            return []
+        if node.children:
+            return self.blocks(node)
+        return []
+
+    def _table(self, node: SyntaxTreeNode) -> list[str]:
+        rows: list[list[str]] = []
+        head = 0
+        for section in node.children:
+            for tr in section.children:
+                cells = [self._inline_of(td).replace("|", "\\|") for td in tr.children]
+                rows.append(cells)
+                if section.type == "thead":
+                    head += 1
+        if not rows:
+            return []
+        self.shape.table_rows += len(rows) - head
+        for r in rows:
+            self.shape.words += sum(len(_WORDS.findall(c)) for c in r)
+        width = max(len(r) for r in rows)
+        lines = []
+        for i, r in enumerate(rows):
+            r = r + [""] * (width - len(r))
+            lines.append("| " + " | ".join(r) + " |")
+            if i == 0:
+                lines.append("|" + "|".join([" --- "] * width) + "|")
+        return ["\n".join(lines)]
+
+
+def normalize_markdown(text: str) -> NormalizedMarkdown:
+    """The page as clean normalized Markdown, and its structure (see the module docstring)."""
+    writer = _Writer()
+    tree = SyntaxTreeNode(_MD.parse(_prepare(text)))
+    blocks = [b.strip("\n") for b in writer.blocks(tree)]
+    body = "\n\n".join(b for b in blocks if b.strip())
+    return NormalizedMarkdown(body + "\n" if body else "", writer.shape)

@@ -1,0 +1,153 @@
+"""How word-like a token is, learned from the corpus's own prose: a character trigram model of its ordinary words.
+
+Hashes in examples (``CYaIb8sB``), hexadecimal ranges (``D7FF``, ``xE000``), base64, example values (``ccc``) and
+runs of numbers are no names, yet no word list can say so for every corpus. :class:`WordModel` learns what the
+words of *this* corpus look like: every word of its prose (outside code blocks, code spans, URLs and paths), lower
+cased, so acronyms and product names the prose uses ("HTTP", "Caddyfile", "Hatchling") are words of it. A piece
+of a token is scored by its mean log-probability per character under an add-k smoothed trigram model with word
+boundaries; the threshold is the score below which :data:`THRESHOLD_SHARE` of the corpus's own word occurrences
+fall, so it adapts to the corpus (a German corpus has other trigrams than an English one).
+
+A name is word-like (:meth:`WordModel.wordlike`) when each of its whitespace-separated tokens is, a number
+standing after a capitalized word excepted ("Python 3", "HTTP 504"). A token is cut into pieces at case changes,
+digits and punctuation ("ClientHttp2Session": client, http, session); it is word-like when it holds more letters
+than digits, its pieces of two letters or more are not scraps (a hash cut at its case changes leaves pieces
+shorter than :data:`MIN_MEAN_PIECE` letters on average), and their letter-weighted score is above the threshold;
+an acronym (up to five capitals) is word-like by its shape, and the sides of "TCP/IP" are judged each alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from extraction.markup import prose_view
+
+THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
+SMOOTHING = 0.05  # add-k smoothing of the trigram counts
+MIN_MEAN_PIECE = 2.5  # mean letters per piece below which a token is scraps of an encoded id
+MIN_TRAINING_WORDS = 200  # with fewer words of prose, the model judges nothing (every token is word-like)
+
+_PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
+_CODE_SPAN = re.compile(r"(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+")
+_DIGITS = re.compile(r"\d")
+_ACRONYM = re.compile(r"^[A-Z]{1,5}$")  # an acronym in capitals is a word by its shape ("AC", "TCP", "UUID")
+_LETTERS = re.compile(r"[^\W\d_]")
+
+
+def prose_words(text: str) -> list[str]:
+    """The lower-cased words of ``text``'s prose: not in code blocks or code spans, URLs, paths or markup."""
+    view = prose_view(text)
+    view = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), view)
+    return [w.lower() for w in _PROSE_WORD.findall(view)]
+
+
+_PROSE_TOKEN = re.compile(r"[^\W\d_](?:[\w'’.+/-]*\w)?")
+
+
+def prose_tokens(text: str) -> list[str]:
+    """The whole tokens of ``text``'s prose, casefolded, as written between spaces and punctuation
+    ("hatch-check-types", "TCP/IP", "PLUGIN_NAME" only when the prose spells it outside code)."""
+    view = prose_view(text)
+    view = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), view)
+    return [t.casefold() for t in _PROSE_TOKEN.findall(view)]
+
+
+@dataclass
+class WordModel:
+    """A character trigram model of a corpus's words and the corpus's own threshold of word-likeness."""
+
+    trigrams: Counter[str] = field(default_factory=Counter)
+    bigrams: Counter[str] = field(default_factory=Counter)
+    alphabet: int = 1
+    threshold: float = -math.inf
+    trained_on: int = 0
+    vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
+
+    @classmethod
+    def fit(cls, words: Iterable[str]) -> "WordModel":
+        """The model of ``words`` (each occurrence counts; see the module docstring)."""
+        counts = Counter(w.lower() for w in words if len(w) >= 2)
+        model = cls()
+        letters: set[str] = set()
+        for w, n in counts.items():
+            padded = f"^^{w}$"
+            letters.update(w)
+            for i in range(len(padded) - 2):
+                model.trigrams[padded[i:i + 3]] += n
+                model.bigrams[padded[i:i + 2]] += n
+        model.alphabet = len(letters) + 1
+        model.trained_on = sum(counts.values())
+        model.vocabulary = counts
+        if model.trained_on < MIN_TRAINING_WORDS:
+            return model
+        scored = sorted((model.score(w), n) for w, n in counts.items())
+        cut, seen = THRESHOLD_SHARE * model.trained_on, 0
+        for s, n in scored:
+            seen += n
+            if seen >= cut:
+                model.threshold = s
+                break
+        return model
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str]) -> "WordModel":
+        return cls.fit(w for t in texts for w in prose_words(t))
+
+    def score(self, piece: str) -> float:
+        """Mean log2-probability per transition of ``piece`` (lower cased) under the trigram model."""
+        padded = f"^^{piece.lower()}$"
+        total = 0.0
+        for i in range(len(padded) - 2):
+            tri, bi = padded[i:i + 3], padded[i:i + 2]
+            total += math.log2((self.trigrams.get(tri, 0) + SMOOTHING) / (self.bigrams.get(bi, 0) + SMOOTHING * self.alphabet))
+        return total / (len(padded) - 2)
+
+    def prose_word(self, word: str) -> bool:
+        """Whether the corpus's prose uses ``word`` as a word of its own (outside code), more than once."""
+        return self.vocabulary.get(word.lower(), 0) >= 2
+
+    @property
+    def active(self) -> bool:
+        return self.trained_on >= MIN_TRAINING_WORDS
+
+    def token_wordlike(self, token: str) -> bool:
+        """Whether one token (no spaces) looks like a word of the corpus (see the module docstring)."""
+        if not self.active:
+            return True
+        if "/" in token.strip("/"):  # "TCP/IP", "I/O": each side on its own
+            return all(self.token_wordlike(t) for t in token.split("/") if t)
+        if _ACRONYM.match(token):
+            return True
+        letters, digits = len(_LETTERS.findall(token)), len(_DIGITS.findall(token))
+        if letters == 0 or digits > letters:
+            return False
+        pieces = [p for p in _PIECE.findall(token) if len(p) >= 2]
+        if not pieces:
+            return letters <= 3 and digits == 0  # "I/O", "C": letters alone
+        every = _PIECE.findall(token)
+        if len(every) >= 3 and sum(map(len, every)) / len(every) < MIN_MEAN_PIECE:
+            return False
+        weight = sum(len(p) for p in pieces)
+        return sum(self.score(p) * len(p) for p in pieces) / weight >= self.threshold
+
+    def wordlike(self, name: str) -> bool:
+        """Whether every token of ``name`` is word-like (a number after a capitalized word excepted)."""
+        if not self.active:
+            return True
+        prev: str | None = None
+        for tok in name.split():
+            bare = tok.strip(",.;:!?()[]\"'“”‘’")
+            if not bare:
+                continue
+            if not _LETTERS.search(bare) and prev is not None and prev[:1].isupper():
+                prev = bare
+                continue
+            if not self.token_wordlike(bare):
+                return False
+            prev = bare
+        return prev is not None

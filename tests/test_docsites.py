@@ -1,0 +1,182 @@
+"""Docs sites read as documents: clean text from generator Markdown, whole chunks with heading paths, document kinds,
+names judged by the corpus's own words, titles led by pages, whole-corpus answers weighted by page kind, and the
+drift page's table sorted and paged. The pages here imitate MkDocs Material's markup; they are written for the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.records import Document, Report
+from core.settings import ChunkingSettings
+from extraction.chunking import chunk_document
+from extraction.junk import junk_reason
+from extraction.kinds import kind_of
+from extraction.loader import load_folder
+from extraction.markdown_text import normalize_markdown
+from extraction.offline import find_entities
+from extraction.wordlike import WordModel
+
+PAGE = '''---
+title: Wildcards
+---
+
+# Wildcard certificates { #wildcards .big }
+
+-----
+
+A <dfn title="a certificate for many names">wildcard certificate</dfn> covers every subdomain. Press <kbd>Ctrl</kbd>
+to copy. The value must be `g`reater than the <abbr title="time to live">TTL</abbr> of the record[^1].
+<!-- a note for writers -->
+
+!!! note "Renewal order"
+    Certificates renew before they expire.
+
+!!! tip
+    Keep the key safe.
+
+=== "pyproject.toml"
+
+    ```toml
+    [tool.example]
+    key = "value"
+    ```
+
+=== "example.toml"
+
+    ```toml
+    key = "value"
+    ```
+
+- [x] done item
+{ .annotate }
+
+| Option | Meaning |
+| --- | --- |
+| `ttl` | how long |
+
+[^1]: Records are cached.
+'''
+
+CHANGELOG = '''# Release notes
+
+## 1.2.0 - 2026-01-05
+
+- Add the `wild` option.
+- Fix renewal of expired certificates.
+
+## 1.1.0 - 2025-12-01
+
+- Add support for AC/DC power supplies.
+- Fix the I/O timeout.
+'''
+
+
+def test_generator_markdown_becomes_clean_text() -> None:
+    text = normalize_markdown(PAGE.split("---\n", 2)[2]).text
+    assert text.startswith("# Wildcard certificates\n")
+    for leak in ("{ #", "{:", "{ .", "<dfn", "</", "<kbd", "<!--", "!!!", "===", "-----", "[^1]", "[x]"):
+        assert leak not in text, leak
+    assert "A wildcard certificate covers every subdomain. Press Ctrl to copy." in text
+    assert "must be greater than the TTL of the record." in text  # a code span inside a word is part of it
+    assert "Renewal order" in text and "Certificates renew before they expire." in text
+    assert "\nNote\n" not in text and "\nTip\n" not in text  # a bare admonition's type is not the writer's words
+    assert "pyproject.toml\n\n```toml\n[tool.example]\nkey = \"value\"\n```" in text  # a tab: its label, its code
+    assert "| `ttl` | how long |" in text and "- done item" in text and "Records are cached." in text
+
+
+def test_the_loader_reads_markdown_pages_clean_and_records_their_kind(tmp_path: Path) -> None:
+    (tmp_path / "wild.md").write_text(PAGE, encoding="utf-8")
+    (tmp_path / "changes.md").write_text(CHANGELOG, encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("Plain <b>text</b> stays as written.\n", encoding="utf-8")
+    docs = {d.id: d for d in load_folder(tmp_path).documents}
+    assert "{ #" not in docs["wild.md"].text and docs["wild.md"].metadata["kind"] == "guide"
+    assert docs["changes.md"].metadata["kind"] == "changelog"
+    assert "kind" not in docs["notes.txt"].metadata and "<b>" in docs["notes.txt"].text
+
+
+def test_kinds_from_structure() -> None:
+    assert kind_of(normalize_markdown(CHANGELOG).shape) == "changelog"
+    assert kind_of(normalize_markdown("# Hatch v1.8.0\n\nWe are pleased to announce it.\n").shape) == "changelog"
+    reference = "# Options\n\n" + "".join(f"## `opt{i}`\n\nSets {i}.\n\n" for i in range(5))
+    assert kind_of(normalize_markdown(reference).shape) == "reference"
+    glossary = "# Terms\n\n" + "".join(f"Term{i}\n:   Meaning {i}.\n\n" for i in range(6))
+    assert kind_of(normalize_markdown(glossary).shape) == "glossary"
+    index = "# Start\n\n" + "".join(f"- [Page {i}](p{i}.md)\n" for i in range(8))
+    assert kind_of(normalize_markdown(index).shape) == "index"
+    assert kind_of(normalize_markdown("# Guide\n\nRead this first. Then that.\n").shape) == "guide"
+
+
+def test_chunks_end_on_block_boundaries_and_carry_their_heading_path() -> None:
+    body = "# Guide\n\n" + "".join(
+        f"## Part {p}\n\n" + "".join(f"Sentence {p}.{i} says something useful about part {p}. " for i in range(6))
+        + "\n\n- an item of part %d\n- another item\n\n```sh\nrun --part %d\n```\n\n" % (p, p) for p in range(6))
+    doc = Document("g.md", "g.md", body, "h")
+    chunks = chunk_document(doc, ChunkingSettings(chunk_tokens=60, overlap_tokens=10))
+    assert len(chunks) > 3
+    for c in chunks:
+        assert body[c.start:c.end] == c.text
+        assert c.text.rstrip()[-1] in ".m`" or c.text.rstrip().endswith("```"), c.text[-40:]  # whole units
+        assert c.text.count("```") % 2 == 0  # a code block whole or not at all
+        assert not c.text.rstrip().splitlines()[-1].startswith("#")  # never ends on a heading
+        assert c.metadata["headings"][0] == "Guide"
+    assert any(c.metadata["headings"] == ["Guide", "Part 3"] for c in chunks)
+    assert chunk_document(doc, ChunkingSettings(chunk_tokens=60, overlap_tokens=10)) == chunks  # stable ids
+    tiny = chunk_document(Document("t", "t", "# T\n\n" + "A sentence of words here. " * 20 + "\n\nEnd.", "h"),
+                          ChunkingSettings(chunk_tokens=100, overlap_tokens=0))
+    assert all(c.n_tokens >= 8 for c in tiny)  # a chunk shorter than a sentence is merged
+
+
+PROSE = " ".join([
+    "Certificates are renewed automatically by the server before they expire, and the renewal window is configurable.",
+    "The proxy forwards requests to upstream servers and balances the load between them with several policies.",
+    "Logs are written as structured records, and each record holds the time, the level and a message.",
+] * 30)
+
+
+def test_word_likeness_is_learned_from_the_corpus() -> None:
+    model = WordModel.of_texts([PROSE])
+    for junk in ("CYaIb8sB", "P4uod1", "Qof8h", "D7FF", "xE000", "ccc", "le 0.5", "0 123"):
+        assert not model.wordlike(junk), junk
+    for name in ("Certificates", "renewal window", "upstream servers", "TLS", "AC/DC", "HTTP 504", "Records"):
+        assert model.wordlike(name), name
+    assert WordModel.of_texts(["too few words"]).wordlike("CYaIb8sB")  # no model without prose to learn from
+
+
+def test_names_with_a_slash_are_names_and_paths_are_not() -> None:
+    for name in ("AC/DC", "TCP/IP", "I/O", "CI/CD"):
+        assert junk_reason(name) is None, name
+    for path in ("docs/index", "a/b", "/etc", "package/"):
+        assert junk_reason(path) is not None, path
+    assert [f.name for f in find_entities("The band AC/DC played over TCP/IP.")] == ["AC/DC", "TCP/IP"]
+
+
+def test_whole_corpus_answers_rank_changelog_communities_low_unless_set() -> None:
+    import json
+
+    from strata.topics import whole_corpus_reports
+
+    def report(cid: str, members: int, chunks: list[str]) -> Report:
+        inputs = json.dumps({"entities": {f"e{i}": "" for i in range(members)}, "chunks": {c: "" for c in chunks}})
+        return Report(cid, 0, cid, "", (), 0.0, "", "offline", "extractive", "", inputs=inputs)
+
+    reports = [report("changes", 40, ["log#0", "log#1"]), report("guide", 20, ["g#0"]), report("ref", 10, ["r#0"])]
+    kinds = {"log#0": "changelog", "log#1": "changelog", "g#0": "guide", "r#0": "reference"}
+    weights = {"changelog": 0.2, "guide": 1.0, "reference": 1.0}
+    assert [r.community_id for r in whole_corpus_reports(reports, kinds, weights, 3)] == ["guide", "ref", "changes"]
+    assert whole_corpus_reports(reports, kinds, {**weights, "changelog": 1.0}, 1)[0].community_id == "changes"
+
+
+def test_the_drift_table_is_sorted_by_drift_and_paged() -> None:
+    from communities.drift import DriftEntry, DriftReport
+    from communities.drift_render import TABLE_PAGE, to_html
+
+    entries = tuple(DriftEntry(f"c{i}", 0, f"A rather long community title number {i} that goes on", (i % 7) / 10,
+                               "fresh", "exists", 1.0, 0, 0, 0, 0, 0, 0, 0, "offline", "", "")
+                    for i in range(2 * TABLE_PAGE + 5))
+    report = DriftReport("2026-01-01T00:00:00", entries, {"reports": len(entries)},
+                         {"reports": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0}, {"members": 1.0})
+    html = to_html(report, [])
+    assert html.count("<details class='page'") == 3 and "reports 101–105 of 105" in html
+    table = html[html.index("Reports (most drifted first)"):]
+    scores = [float(x) for x in __import__("re").findall(r"<td class=n>(\d\.\d\d)</td><td class=n>1</td>", table)]
+    assert scores == sorted(scores, reverse=True) and len(scores) == len(entries)
