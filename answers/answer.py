@@ -119,10 +119,11 @@ def declined(question: str, route: RouteDecision, index: ChunkIndex, reading: Re
 def read_hits(question: str, index: ChunkIndex, top_k: int, n_units: int, metadata_filter: dict | None = None, *,
               lexicon: Any = None, reader: Reader | None = None) -> tuple[list[Hit], Reading | None]:
     """The question's ranked passages and what the reader makes of them (None when nothing matches)."""
-    hits: list[Hit] = index.search(question, top_k, metadata_filter=metadata_filter)
-    if not hits:
-        return hits, None
-    return hits, (reader or default_reader()).read(question, hits, index, n_units, lexicon)
+    outcome = index.search_detailed(question, top_k, metadata_filter=metadata_filter)
+    if not outcome.hits:
+        return outcome.hits, None
+    return outcome.hits, (reader or default_reader()).read(question, outcome.hits, index, n_units, lexicon,
+                                                            hops=outcome.hops)
 
 
 def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: int, n_sentences: int,

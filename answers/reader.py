@@ -193,8 +193,10 @@ class Reader:
         vector = vector if vector is not None else self.question_vector(text)
         return read_question(text, corpus, vector, self.weights.kinds.probabilities(vector))
 
-    def candidates(self, q: Question, hits: Sequence[Any], index: Any) -> Pool:
-        pool = build_pool(hits, named_pages(index, q.terms))
+    def candidates(self, q: Question, hits: Sequence[Any], index: Any, hops: Sequence[Any] = ()) -> Pool:
+        """The candidate units of ``hits`` (``hops``: the search's second hops by title, (moved, named by,
+        title) triples, :attr:`retrieval.index.SearchOutcome.hops`)."""
+        pool = build_pool(hits, named_pages(index, q.terms), hops)
         if len(pool.candidates) > MAX_EMBEDDED:
             pool = _bounded(pool, q, IndexCorpus(index))
         return pool
@@ -208,10 +210,10 @@ class Reader:
 
 
     def read(self, question: str, hits: Sequence[Any], index: Any, n: int, lexicon: Any = None,
-             vector: np.ndarray | None = None) -> Reading:
+             vector: np.ndarray | None = None, hops: Sequence[Any] = ()) -> Reading:
         corpus = IndexCorpus(index, lexicon)
         q = self.question(question, corpus, vector)
-        pool = self.candidates(q, hits, index)
+        pool = self.candidates(q, hits, index, hops)
         read = tuple(p.chunk_id for p in pool.passages)
         if not pool.candidates:
             return Reading((), 0.0, False, None, read, threshold=self.weights.threshold)

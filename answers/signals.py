@@ -15,8 +15,9 @@ passages a search ranked first. For each candidate the reader measures, against 
 - entities: the share of the question's names it mentions, whether it mentions two of them (a relation), and
   whether it mentions an entity the graph relates to them that the question does not name (the next hop); a
   name is mentioned when all of its terms are (as the index reads them: "Konga" mentions "Kongo" in Polish);
-- place: its passage's rank and ranking score, the graph walk's rank, its position in the passage, whether its
-  page is one the question names by title;
+- place: its passage's rank and ranking score, the graph walk's rank, whether the search moved its passage up as
+  a second hop by title or its passage named another's title (the first hop: a multi-hop question's answer
+  lies beyond it), its position in the passage, whether its page is one the question names by title;
 - shape: its kind (list, table, code), its length, what it adds beyond the question's words, and whether it
   holds a numeral, a name or a path the question does not; these crossed with what the question asks for (the
   probabilities of :mod:`answers.kinds`), and for a long answer, whether the unit follows a match.
@@ -50,7 +51,8 @@ SUBJECT_TERMS = 6  # a unit's first terms, where its subject stands
 FEATURES = (
     "dense", "dense_gap", "lex", "lex_gap", "subject", "prev_lex", "next_lex", "passage_lex", "unit_missing",
     "passage_missing", "entities", "entity_pair", "entities_passage", "neighbours", "neighbours_passage", "rank",
-    "top_passage", "passage_score", "graph", "named_page", "position", "first_unit", "list", "table", "code",
+    "top_passage", "passage_score", "graph", "hop_target", "hop_source", "named_page", "position", "first_unit",
+    "list", "table", "code",
     "length", "novelty",
     "numeral_new", "name_new", "path_new", "want_numeral", "want_name", "want_long", "want_short",
     "want_long_after", "want_long_novel",
@@ -92,6 +94,8 @@ class Passage:
     score: float  # its ranking score over the top passage's (0 for a named page the search did not rank)
     graph_rank: int | None = None
     named: bool = False  # a page the question names by its title
+    hop_target: bool = False  # moved up by the search as a second hop (a page the first hop names by title)
+    hop_source: bool = False  # a first hop: it names another passage's title
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +146,7 @@ def read_question(text: str, corpus: Corpus, vector: np.ndarray | None, kinds: n
 
 
 # -- the pool -----------------------------------------------------------------------------------------------
-def build_pool(hits: Sequence[Any], named: Sequence[Any] = ()) -> Pool:
+def build_pool(hits: Sequence[Any], named: Sequence[Any] = (), hops: Sequence[Any] = ()) -> Pool:
     """The candidates: the units of the first :data:`PASSAGES` hits, of any later hit that BM25 or the dense list
     ranks first (both engines' best passage is evidence a fused order must not hide), and of the pages the
     question names by title (``named``: passages with ``chunk_id`` and ``text``), each unit once."""
@@ -151,11 +155,13 @@ def build_pool(hits: Sequence[Any], named: Sequence[Any] = ()) -> Pool:
     best = float(getattr(hits[0], "score", 0.0) or 0.0) if hits else 0.0
     rank_of = {h.chunk_id: r for r, h in enumerate(hits)}
     named_ids = {p.chunk_id for p in named}
+    targets, sources = {h[0] for h in hops}, {h[1] for h in hops}
     passages: list[Passage] = []
     for h in top:
         score = float(getattr(h, "score", 0.0) or 0.0)
         passages.append(Passage(h.chunk_id, h.text, rank_of[h.chunk_id], score / best if best > 0 else 0.0,
-                                getattr(h, "graph_rank", None), h.chunk_id in named_ids))
+                                getattr(h, "graph_rank", None), h.chunk_id in named_ids, h.chunk_id in targets,
+                                h.chunk_id in sources))
     have = {p.chunk_id for p in passages}
     for p in named:
         if p.chunk_id not in have:
@@ -261,6 +267,8 @@ def signals(q: Question, pool: Pool, corpus: Corpus, unit_vectors: np.ndarray | 
         row[col["passage_score"]] = p.score
         row[col["graph"]] = 1.0 / (1.0 + p.graph_rank) if p.graph_rank else 0.0
         row[col["named_page"]] = float(p.named)
+        row[col["hop_target"]] = float(p.hop_target)
+        row[col["hop_source"]] = float(p.hop_source)
         row[col["position"]] = c.order / max(1, c.count - 1) if c.count > 1 else 0.0
         row[col["first_unit"]] = float(c.order == 0)
         if u.kind != "sentence":

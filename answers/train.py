@@ -325,8 +325,8 @@ def set_signals(spec: LabelledSet, data: Path, limit: int | None, reader: Reader
         ctx = by_name[ep.context]
         corpus = IndexCorpus(ctx.index, ctx.lexicon)
         q = reader.question(ep.question, corpus, v)
-        hits = ctx.index.search(ep.question, TOP_K)
-        pool = reader.candidates(q, hits, ctx.index)
+        outcome = ctx.index.search_detailed(ep.question, TOP_K)
+        pool = reader.candidates(q, outcome.hits, ctx.index, outcome.hops)
         x, vecs, _ = reader.score(q, pool, corpus, disk)
         xs.append(x)
         ys.append(np.array([holds(c.unit.text, ep.answers) if ep.own else False for c in pool.candidates], bool))

@@ -125,11 +125,16 @@ def _path_meta(rel: str) -> dict[str, Any]:
 
 
 def _load_text_file(path: Path, rel: str) -> Document:
-    text = _decode(path.read_bytes(), rel)
+    return document_from_text(rel, _decode(path.read_bytes(), rel), _read_sidecar(path))
+
+
+def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = None) -> Document:
+    """The document a ``.txt`` or ``.md`` file at ``rel`` holding ``text`` becomes (front matter and ``sidecar``
+    metadata, Markdown normalized, its kind); EmptyDocumentError for a file with no text."""
     front, body = _split_front_matter(text, rel)
-    meta = {**_path_meta(rel), **_read_sidecar(path), **front}
+    meta = {**_path_meta(rel), **(sidecar or {}), **front}
     doc_id = str(meta.pop("id", rel))
-    if path.suffix.lower() in MARKDOWN_SUFFIXES:
+    if Path(rel).suffix.lower() in MARKDOWN_SUFFIXES:
         page = normalize_markdown(body)
         body = page.text
         title = meta.get("title")

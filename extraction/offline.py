@@ -30,10 +30,6 @@ from extraction.wordlike import WordModel
 from core.records import Chunk
 from core.settings import ExtractionSettings
 
-# The version of what this extractor outputs, and of the rules every stored extraction goes through (junk.py,
-# markup.py, titles.py). Bump it by hand in the change that alters their output: a workspace whose documents were
-# extracted under another version extracts them all again on its next index run (extraction/fingerprint.py).
-EXTRACTOR_VERSION = 8
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",

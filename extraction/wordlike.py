@@ -13,7 +13,8 @@ standing after a capitalized word excepted ("Python 3", "HTTP 504"). A token is 
 digits and punctuation ("ClientHttp2Session": client, http, session); it is word-like when it holds more letters
 than digits, its pieces of two letters or more are not scraps (a hash cut at its case changes leaves pieces
 shorter than :data:`MIN_MEAN_PIECE` letters on average), and their letter-weighted score is above the threshold;
-an acronym (up to five capitals) is word-like by its shape, and the sides of "TCP/IP" are judged each alone.
+an acronym (up to five capitals) and a capitalized word ("Tshwane") are word-like by their shape, and the sides
+of "TCP/IP" are judged each alone.
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[^\W\d_A-Za-z]+")
 _DIGITS = re.compile(r"\d")
 _ACRONYM = re.compile(r"^[A-Z]{1,5}$")  # an acronym in capitals is a word by its shape ("AC", "TCP", "UUID")
 _LETTERS = re.compile(r"[^\W\d_]")
+
+
+def _capitalized_word(token: str) -> bool:
+    """A capital and lower-case letters ("Tshwane", "Ahmadinejad", "O'Brien", "Jean-Luc"): a name in prose, in any
+    language, by its shape. Trigrams learned from one corpus's words would take a rare foreign name for a scrap,
+    and an encoded id is not written so (its digits and case changes are what give it away)."""
+    parts = [p for p in re.split(r"['’-]", token) if p]
+    return bool(parts) and all(p[:1].isupper() and (len(p) == 1 or p[1:].islower()) and p.isalpha() for p in parts)
 
 
 def prose_words(text: str) -> list[str]:
@@ -121,7 +130,7 @@ class WordModel:
             return True
         if "/" in token.strip("/"):  # "TCP/IP", "I/O": each side on its own
             return all(self.token_wordlike(t) for t in token.split("/") if t)
-        if _ACRONYM.match(token):
+        if _ACRONYM.match(token) or _capitalized_word(token):
             return True
         letters, digits = len(_LETTERS.findall(token)), len(_DIGITS.findall(token))
         if letters == 0 or digits > letters:

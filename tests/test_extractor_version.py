@@ -19,13 +19,18 @@ from core.settings import ExtractionSettings, StrataSettings
 from core.store import open_store
 from extraction.fingerprint import EXTRACTION_PROMPTS, ExtractorFingerprint, fingerprint_of
 from extraction.loader import load_folder
-from extraction.offline import EXTRACTOR_VERSION, OfflineExtractor
+from extraction.fingerprint import probe_digest, rules_version
+from extraction.offline import OfflineExtractor
 from extraction.types import EntityMention, ExtractionResult
 from strata.extractor_record import extractor_path, recorded_extractor
 from strata.pipeline import index_folder
 from strata.workspace import Workspace
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLMServer, server  # noqa: F401 (fixtures)
+
+
+CURRENT = rules_version()  # the offline rules' digest: derived from what the extractor outputs, never bumped
+OLDER, NEWER = "older-rules", "newer-rules"
 
 
 def corpus(tmp: Path) -> Path:
@@ -40,7 +45,7 @@ def offline(tmp: Path, name: str = "ws") -> StrataSettings:
 
 @pytest.fixture
 def older_extractor(monkeypatch):
-    """An older offline extractor: version one below the current one, and output of its own (it also found
+    """An older offline extractor: rules of another digest, and output of its own (it also found
     an entity in every passage, the kind of junk a later version rules out)."""
     real = OfflineExtractor.extract
 
@@ -52,11 +57,11 @@ def older_extractor(monkeypatch):
 
     def install() -> None:
         monkeypatch.setattr(OfflineExtractor, "extract", older)
-        monkeypatch.setattr("extraction.fingerprint.EXTRACTOR_VERSION", EXTRACTOR_VERSION - 1)
+        monkeypatch.setattr("extraction.fingerprint.rules_version", lambda: OLDER)
 
     def upgrade() -> None:
         monkeypatch.setattr(OfflineExtractor, "extract", real)
-        monkeypatch.setattr("extraction.fingerprint.EXTRACTOR_VERSION", EXTRACTOR_VERSION)
+        monkeypatch.setattr("extraction.fingerprint.rules_version", lambda: CURRENT)
 
     return install, upgrade
 
@@ -84,15 +89,15 @@ def test_an_upgraded_offline_extractor_re_extracts_every_document(tmp_path: Path
     install()
     first = index_folder(folder, settings)
     assert "OLDJUNK" in entity_names(settings)
-    assert recorded_extractor(Workspace(settings.data_dir)) == ExtractorFingerprint("offline", EXTRACTOR_VERSION - 1)
+    assert recorded_extractor(Workspace(settings.data_dir)) == ExtractorFingerprint("offline", OLDER)
     upgrade()
     with caplog.at_level("WARNING", logger="strata.index"):
         run = index_folder(folder, settings)  # incremental: no file changed
     n = first.documents
-    line = (f"extractor changed (offline {EXTRACTOR_VERSION - 1} -> offline {EXTRACTOR_VERSION}): "
+    line = (f"extractor changed (offline {OLDER} -> offline {CURRENT}): "
             f"re-extracting all {n} documents")
     assert run.changed == n and run.chunks_extracted == first.chunks_extracted
-    assert run.extractor_change == line and run.extractor == f"offline {EXTRACTOR_VERSION}"
+    assert run.extractor_change == line and run.extractor == f"offline {CURRENT}"
     assert [r.getMessage() for r in caplog.records if r.name == "strata.index"] == [line]
     # The store is what a first index with the new extractor makes: nothing of the old one is left.
     fresh = offline(tmp_path, "fresh")
@@ -121,7 +126,7 @@ def test_a_re_extraction_killed_half_way_is_finished_by_the_next_run(tmp_path: P
 
     with pytest.raises(KeyboardInterrupt):
         index_folder(folder, settings, progress=killed)
-    assert recorded_extractor(Workspace(settings.data_dir)).version == EXTRACTOR_VERSION - 1
+    assert recorded_extractor(Workspace(settings.data_dir)).version == OLDER
     run = index_folder(folder, settings)
     assert run.changed == first.documents - 2
     assert run.extractor_change.endswith(f"re-extracting {first.documents - 2} documents (2 already were, by an "
@@ -146,7 +151,7 @@ def test_a_workspace_from_before_the_record_counts_as_changed_once(tmp_path: Pat
         store.close()
     run = index_folder(folder, settings)
     assert run.changed == first.documents
-    assert run.extractor_change == (f"extractor changed (none recorded -> offline {EXTRACTOR_VERSION}): "
+    assert run.extractor_change == (f"extractor changed (none recorded -> offline {CURRENT}): "
                                     f"re-extracting all {first.documents} documents")
     assert index_folder(folder, settings).changed == 0
 
@@ -155,7 +160,7 @@ def test_an_unreadable_record_counts_as_none(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
     extractor_path(ws).write_text("{not json", encoding="utf-8")
     assert recorded_extractor(ws) is None
-    extractor_path(ws).write_text('{"mode": "offline", "version": "7"}', encoding="utf-8")
+    extractor_path(ws).write_text('{"mode": "offline", "version": [7]}', encoding="utf-8")
     assert recorded_extractor(ws) is None
 
 
@@ -169,7 +174,7 @@ def test_strata_index_says_so_in_one_line(tmp_path: Path, older_extractor) -> No
     proc = subprocess.run([sys.executable, "-m", "strata.cli", "--data-dir", str(settings.data_dir), "index",
                            str(folder)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    line = (f"extractor changed (offline {EXTRACTOR_VERSION - 1} -> offline {EXTRACTOR_VERSION}): "
+    line = (f"extractor changed (offline {OLDER} -> offline {CURRENT}): "
             f"re-extracting all {first.documents} documents")
     assert [x for x in proc.stderr.splitlines() if "extractor changed" in x] == [line]
 
@@ -194,7 +199,7 @@ def test_llm_mode_re_extracts_after_a_prompt_changed_and_only_that_prompt_is_ask
     assert first.failed_chunks == 0 and extract_calls(first) > 0
     assert first.extractor.startswith("llm test-model (prompts ")
     # Only the code changed (a version bump): every document again, every call from the response cache.
-    monkeypatch.setattr("extraction.fingerprint.EXTRACTOR_VERSION", EXTRACTOR_VERSION + 1)
+    monkeypatch.setattr("extraction.fingerprint.rules_version", lambda: NEWER)
     bumped = index_folder(folder, settings)
     assert bumped.changed == first.documents and extract_calls(bumped) == 0
     assert "extractor changed (llm test-model" in bumped.extractor_change
@@ -241,8 +246,25 @@ def test_status_names_the_recorded_extractor_and_a_pending_change(tmp_path: Path
     capsys.readouterr()
     assert main(["status", "--json", "--data-dir", str(settings.data_dir)]) == 0
     said = json.loads(capsys.readouterr().out)["extractor"]
-    assert said == (f"offline {EXTRACTOR_VERSION - 1}; these settings run offline {EXTRACTOR_VERSION}: the next "
+    assert said == (f"offline {OLDER}; these settings run offline {CURRENT}: the next "
                     "index run re-extracts every document")
     index_folder(folder, settings)
     assert main(["status", "--json", "--data-dir", str(settings.data_dir)]) == 0
-    assert json.loads(capsys.readouterr().out)["extractor"] == f"offline {EXTRACTOR_VERSION}"
+    assert json.loads(capsys.readouterr().out)["extractor"] == f"offline {CURRENT}"
+
+
+def test_the_offline_fingerprint_follows_what_the_extractor_outputs(monkeypatch) -> None:
+    """No version to bump by hand: a rule that changes what the extractor makes of the probe changes the digest
+    (a common word that is a name in the probe, a sentence-splitting abbreviation), and it is stable otherwise."""
+    from core.text import sentences
+    from extraction import offline
+
+    base = probe_digest()
+    assert base == probe_digest() == CURRENT
+    monkeypatch.setattr(offline, "COMMON_WORDS", offline.COMMON_WORDS | {"scrooge"})
+    assert probe_digest() != base
+    monkeypatch.undo()
+    tables = dict(sentences._TABLES)
+    tables["pl"] = (tables["pl"][0] - {"np."}, tables["pl"][1], tables["pl"][2])
+    monkeypatch.setattr(sentences, "_TABLES", tables)
+    assert probe_digest() != base

@@ -1,0 +1,39 @@
+"""A fixed probe of the texts the offline extractor reads, for its fingerprint (:mod:`extraction.fingerprint`).
+
+Its output on these texts, with the rule data it applies, is what the fingerprint digests: a change to any rule
+that alters what the extractor makes of them changes the fingerprint, and the workspaces it extracted are
+extracted again, with no version to bump by hand. The texts touch every path of the extractor: capitalized names
+and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
+spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
+inline HTML, code spans inside words, fenced code, a table, a hash in an example), abbreviations and initials,
+Chinese names and repeated terms (Simplified and Traditional), and Polish names in their cases.
+"""
+
+from __future__ import annotations
+
+PROBE: tuple[tuple[str, str], ...] = (
+    ("prose.txt",
+     "Marley was dead: to begin with. Ebenezer Scrooge signed it, and Scrooge's name was good upon 'Change. "
+     "Mr. Fezziwig gave a ball, e.g. a great one, and Bob Cratchit went home to Camden Town. J. R. R. Tolkien "
+     "and Iain M. Banks wrote elsewhere, and the U.S. Route 52 runs past Wheaton. Scrooge met the Ghost of "
+     "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late."),
+    ("runbook.md",
+     "# billing-service incidents\n\nOn March 14 the billing-service returned HTTP 504 to the api-gateway. "
+     "PostgreSQL had reached max_connections (set to 200); Priya Raman raised `db.pool.size` from 20 to 40 "
+     "and restarted `ledger-worker` on v2.4.1. Errors ERR_CONN_RESET and E1234 followed; see "
+     "/etc/postgresql/main.conf and https://example.org/runbook.\n\n- The search-api falls back to "
+     "Elasticsearch.\n- Kafka consumers lag on ledger.events.\n"),
+    ("page.md",
+     "---\ntitle: Request handling\n---\n\n# Request handling { #requests .big }\n\n!!! note \"Heads up\"\n"
+     "    The <dfn title=\"Asynchronous Server Gateway Interface\">ASGI</dfn> server calls the app. Press "
+     "<kbd>Ctrl</kbd>+<kbd>C</kbd> to stop. <!-- a comment -->\n\n=== \"Python\"\n\n    Use `g`reater "
+     "values.\n\nThe Dispatcher is the core API used to dispatch requests. Its password hash is "
+     "`CYaIb8sB$P4uod1`, an example value.\n\n```python\ndef handler(request):\n    return Response(\"ok\")\n"
+     "```\n\n| setting | default | meaning |\n|---|---|---|\n| `timeout` | 30 | seconds a request may take |\n"),
+    ("zh.txt",
+     "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
+     "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。"),
+    ("pl.txt",
+     "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
+     "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),
+)
