@@ -260,6 +260,27 @@ def tradeoff(answerable: list[Outcome], unanswerable: list[Outcome]) -> list[dic
     return out
 
 
+def llm_figures(corpus: Corpus, reader: Any, args: argparse.Namespace) -> dict[str, object]:
+    """LLM-written answers beside the offline ones on ``corpus``'s own answerable questions (the endpoint from
+    ``--base-url``/``--model`` or the ``STRATA_LLM__*`` settings)."""
+    from bench.answers_llm import print_llm, run_llm
+    from bench.multihop import bench_settings
+    from core.settings import StrataSettings
+    from strata.engine import Engine
+
+    llm = StrataSettings().llm
+    llm = llm.model_copy(update={k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v})
+    if not llm.configured:
+        raise SystemExit("--llm needs an endpoint: --base-url or STRATA_LLM__BASE_URL (scripts/llm env)")
+    engine = Engine(bench_settings(corpus.folder, args.embedder))
+    try:
+        questions = [q for q in corpus.questions if q.own and q.answers]
+        fig = run_llm(questions, engine.current.index, engine.current.lexicon, llm, reader, hit, args.show)
+    finally:
+        engine.close()
+    return print_llm(fig, llm.model)
+
+
 def weights_for(name: str, choice: str, data: Path) -> tuple[Any, list[str]]:
     """The reader to measure ``name`` with, and the sets its weights were fitted on."""
     from answers.model import ReaderWeights, shipped_weights
@@ -303,9 +324,7 @@ def main() -> None:
             outs += o
             peer += p
             if args.llm:
-                from bench.answers_llm import run_llm
-
-                results.append({"set": corpus.name, **run_llm(corpus, reader, args, hit)})
+                results.append({"set": corpus.name, **llm_figures(corpus, reader, args)})
         fig = figures(name, outs, peer, fitted_on)
         results.append(fig)
         print(f"{name:<16} hit {fig['hit_rate']}  peer {fig['peer_hit_rate']}  answered {fig['answered_rate']}  "

@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, Sequence
+
+from core.settings import LLMSettings
 
 from answers.answer import Answer, answer_from, read_hits
 from answers.llm_local import PASSAGE_TOKENS, llm_local_answer, passages_block
@@ -72,32 +74,20 @@ def without_ids(text: str) -> str:
     return _IDS.sub(" ", text)
 
 
-def run_llm(corpus, reader, args, hit) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    """Answer every own question of ``corpus`` (bench.answers.Corpus) offline and by the LLM from the reader's
-    candidates; ``hit(text, answers)`` says whether a text holds an answer. The endpoint comes from
-    ``--base-url``/``--model`` or the ``STRATA_LLM__*`` settings."""
-    from bench.multihop import bench_settings
-    from core.settings import StrataSettings
-    from strata.engine import Engine
-
-    llm = StrataSettings().llm
-    llm = llm.model_copy(update={k: v for k, v in (("base_url", args.base_url), ("model", args.model)) if v})
-    if not llm.configured:
-        raise SystemExit("--llm needs an endpoint: --base-url or STRATA_LLM__BASE_URL (scripts/llm env)")
-    engine = Engine(bench_settings(corpus.folder, args.embedder))
-    index, lexicon = engine.current.index, engine.current.lexicon
-    s = engine.settings.retrieval
+def run_llm(questions: Sequence[_Question], index: Any, lexicon: Any, llm: LLMSettings, reader: Any, hit,  # type: ignore[no-untyped-def]
+            show: int = 0, top_k: int = 8, n_units: int = 4) -> LLMAnswerFigures:
+    """Answer every question offline and by the LLM from the reader's candidates over ``index``;
+    ``hit(text, answers)`` says whether a text holds an answer."""
     client = LLMClient.from_settings(llm, None)  # no response cache: every answer is asked for
-    questions = [q for q in corpus.questions if q.own and q.answers]
     fig = LLMAnswerFigures(questions=len(questions))
     t0 = time.perf_counter()
     for i, q in enumerate(questions):
         route = forced("local")
-        _, reading = read_hits(q.text, index, s.top_k, s.answer_sentences, lexicon=lexicon, reader=reader)
+        _, reading = read_hits(q.text, index, top_k, n_units, lexicon=lexicon, reader=reader)
         offline = answer_from(q.text, route, index, reading) if reading is not None else None
         calls_before = client.usage.totals().calls
-        answer: Answer = llm_local_answer(q.text, route, index, client, s.top_k, s.answer_sentences,
-                                          lexicon=lexicon, reader=reader)
+        answer: Answer = llm_local_answer(q.text, route, index, client, top_k, n_units, lexicon=lexicon,
+                                          reader=reader)
         called = client.usage.totals().calls > calls_before
         given = passages_block(reading.ranked, PASSAGE_TOKENS)[1] if reading is not None else []
         quoted = " ".join(p.text for p in offline.points) if offline is not None else ""
@@ -112,13 +102,12 @@ def run_llm(corpus, reader, args, hit) -> dict[str, object]:  # type: ignore[no-
             fig.fallbacks += 1
         else:
             fig.not_covered += 1
-        if i < args.show:
+        if i < show:
             print(f"--- {q.qid} {q.text} gold={q.answers} llm_hit={hit(without_ids(answer.text), q.answers)} "
                   f"offline_hit={hit(quoted, q.answers)} ({answer.mode})\n{answer.text}\n", flush=True)
     fig.wall_s = time.perf_counter() - t0
     fig.usage = vars(client.usage.totals()).copy()
-    engine.close()
-    return print_llm(fig, llm.model)
+    return fig
 
 
 def print_llm(fig: LLMAnswerFigures, model: str) -> dict[str, object]:

@@ -21,6 +21,7 @@ import numpy as np
 from communities.context import CommunityContext, GraphIndex, fingerprint, inputs_manifest
 from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
+from core.text.glue import ENGLISH, glue_for
 from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
 from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
@@ -37,12 +38,6 @@ class ReportWriter(Protocol):
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-def _join_names(names: Sequence[str]) -> str:
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 _WORD = re.compile(r"\w+")
@@ -179,13 +174,14 @@ class ExtractiveReportWriter:
         about = [t for t in terms if title_worthy(t)][:2]
         topics = self._topics(ctx)
         worthy = [e.name for e in leads if self.worthy(e.name)]
-        title = topic_title(topics, worthy) or extractive_title(
-            leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {_join_names(about)}" if about else ""),
-            self.worthy)
+        glue = glue_for(list(ctx.passages) or [e.name for e in leads])
+        title = topic_title(topics, worthy, glue=glue) or extractive_title(
+            leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {ENGLISH.join(about)}" if about else ""),
+            self.worthy, glue)
         type_text = ", ".join(f"{n} {t}" for t, n in types.most_common(4))
         others = [n for n in names[1:4] if n != main]
         summary = (
-            f"{main}" + (f" with {_join_names(others)}" if others else "")
+            ENGLISH.led(main, others)
             + (f"; key terms: {', '.join(terms)}" if terms else "")
             + f". {len(ctx.entities)} entities ({type_text}) joined by {len(ctx.relations)} relations"
             + (f"; {sum(f.quoted for f in findings)} sentences quoted from {len({f.chunk_ids[0] for f in findings if f.quoted})} passages"

@@ -29,6 +29,7 @@ import re
 from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from core.records import Entity, Relation, Report
+from core.text.glue import ENGLISH, OTHER, Glue, glue_for
 from extraction.junk import FUNCTION_WORDS, junk_reason
 
 MAX_TITLE_WORDS = 14
@@ -147,16 +148,11 @@ def _clause(description: str, a: str, b: str, names: Sequence[str] = ()) -> str 
     return line
 
 
-def _join(names: Sequence[str]) -> str:
-    if len(names) <= 1:
-        return "".join(names)
-    return ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fallback: str,
-                     worthy_name: Callable[[str], bool] = title_worthy) -> str:
+                     worthy_name: Callable[[str], bool] = title_worthy, glue: Glue = ENGLISH) -> str:
     """The title of a community whose members are ``ranked`` (most central first) and ``relations`` its
-    internal relations; ``fallback`` when no member's name is made of words (``worthy_name``)."""
+    internal relations; ``fallback`` when no member's name is made of words (``worthy_name``); ``glue``: the
+    joining words of the corpus's language (:mod:`core.text.glue`)."""
     worthy = [e for e in ranked if worthy_name(e.name)]
     if not worthy:
         return fallback
@@ -173,14 +169,15 @@ def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fa
         clause = best[1]
         top = worthy[0].name
         if not _names_in(top, clause) and len(clause.split()) + len(top.split()) < MAX_TITLE_WORDS:
-            return f"{clause}, with {top}"
+            return f"{clause}, with {top}" if glue is ENGLISH else f"{clause}{glue.lead}{top}"
         return clause
     main = worthy[0].name
     others = [e.name for e in worthy[1:] if not e.name.casefold().startswith(main.casefold())][:2]
-    return f"{main} with {_join(others)}" if others else main
+    return glue.led(main, others)
 
 
-def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_members: int = 2) -> str | None:
+def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_members: int = 2,
+                glue: Glue = ENGLISH) -> str | None:
     """The title of a community of a corpus of titled pages (a docs site): the page its members are named on most
     (``topics``: page titles with the weight of the members' mentions on them, heaviest first) and its most
     representative members that the page title does not already name (``ranked``: names that may stand in a title,
@@ -200,14 +197,15 @@ def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_
         extra.append(name)
         if len(extra) >= max_members:
             break
-    return f"{lead}: {_join(extra)}" if extra else lead
+    return f"{lead}{OTHER.lead if glue is ENGLISH else glue.lead}{glue.join(extra)}" if extra else lead
 
 
 def _candidates(title: str, names: Sequence[str], others: set[str], level: int) -> Iterable[str]:
     low = title.casefold()
     fresh = [n for n in names if n.casefold() not in low]
+    glue = glue_for([title])
     for n in [n for n in fresh if n.casefold() not in others] + [n for n in fresh if n.casefold() in others]:
-        yield f"{title}, with {n}"
+        yield f"{title}, with {n}" if glue is ENGLISH else f"{title}{glue.comma}{n}"
     for k in range(2, 1000):  # (numbered: words a corpus may never use, "at level zero", would not be its words)
         yield f"{title} ({k})"
 

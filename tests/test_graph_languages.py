@@ -73,3 +73,23 @@ def test_polish_names_are_one_entity_in_their_base_form_and_questions_link_them(
     assert {"Warszawie", "Warszawy", "Warszawa"} <= set(written)  # the peer: every case its own entity
     lexicon = EntityLexicon([KnownEntity("Warszawa", "name", 3)], 10)
     assert [e.name for e in lexicon.find("Kto kieruje zespołem w Warszawie?")] == ["Warszawa"]
+
+
+def test_titles_join_names_in_the_corpus_language() -> None:
+    """No English glue words between Chinese (or Polish) names: punctuation, which reads in any language."""
+    import re
+
+    from communities.titles import extractive_title
+    from core.records import Entity
+    from core.text.glue import ENGLISH, glue_for
+
+    zh = [Entity(f"e{i}", n, "concept", "", ("c#0000",)) for i, n in enumerate(["调度器", "工作节点", "心跳"])]
+    glue = glue_for(["调度器负责把任务分配给工作节点。工作节点每秒发送心跳。"])
+    title = extractive_title(zh, [], "fallback", glue=glue)
+    assert title == "调度器：工作节点、心跳" and not re.search(r"[A-Za-z]", title)
+    pl = [Entity(f"p{i}", n, "name", "", ("c#0000",)) for i, n in enumerate(["Warszawa", "Kraków", "Gdańsk"])]
+    title = extractive_title(pl, [], "fallback", glue=glue_for(["Jan Kowalski kieruje zespołem w Warszawie i "
+                                                                 "jest z Krakowa, ale nie z Gdańska."]))
+    assert title == "Warszawa: Kraków, Gdańsk"
+    en = [Entity(f"n{i}", n, "name", "", ("c#0000",)) for i, n in enumerate(["Scrooge", "Bob Cratchit", "Fred"])]
+    assert extractive_title(en, [], "fallback", glue=ENGLISH) == "Scrooge with Bob Cratchit and Fred"

@@ -1,16 +1,19 @@
 """``bench.answers --llm`` against the scripted OpenAI-compatible server (tests/llm_server.py): LLM-written answers
-beside the offline ones, gold-answer hits with the chunk ids removed, citations checked against the passages
-given and dropped ones counted."""
+from the reader's candidates beside the offline ones, gold-answer hits with the chunk ids removed, citations
+checked against the excerpts given and dropped ones counted."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from bench.answers import Question, build_index, hit, load_corpus
+from answers.reader import Reader
+from bench.answers import Question, hit
 from bench.answers_llm import run_llm, without_ids
-from core.settings import LLMSettings
-from retrieval.vector_cache import VectorCache
+from core.records import Chunk
+from core.settings import LLMSettings, RetrievalSettings
+from extraction.chunking import chunk_id
+from retrieval.index import ChunkIndex
 from tests.llm_server import FakeLLMServer, Fault
 
 ROWS = [{"_id": "Harbour_Board", "title": "Harbour Board", "text": "The Harbour Board closed Kestrel Bay for a week."},
@@ -19,11 +22,11 @@ ROWS = [{"_id": "Harbour_Board", "title": "Harbour Board", "text": "The Harbour 
 
 
 def test_llm_answers_are_measured_beside_offline_ones(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(r) for r in ROWS), encoding="utf-8")
-    index = build_index(load_corpus(corpus), "hashing", tmp_path / "index", VectorCache(tmp_path / "v.sqlite"))
-    questions = [Question("q1", "Who commands the ferry Morning Gull?", ("Ilse Brandt",), frozenset()),
-                 Question("q2", "Who runs the clinic on Tarn?", ("Ansel Marr",), frozenset())]
+    index = ChunkIndex(RetrievalSettings(embedder="hashing"))  # type: ignore[arg-type]
+    index.add([Chunk(chunk_id(r["_id"], 0), r["_id"], 0, f"{r['title']}\n{r['text']}", 0, 0, 0, r["_id"], r["_id"])
+               for r in ROWS])
+    questions = [Question("q1", "Who commands the ferry Morning Gull?", ("Ilse Brandt",), frozenset(), True),
+                 Question("q2", "Who runs the clinic on Tarn?", ("Ansel Marr",), frozenset(), True)]
     assert not hit(without_ids("It says so. [Morning_Gull#0000]"), ("Morning Gull",))  # an id is no answer
     server = FakeLLMServer().start()
     try:
@@ -33,7 +36,7 @@ def test_llm_answers_are_measured_beside_offline_ones(tmp_path: Path) -> None:
         server.enqueue(Fault(content=good, match="Morning Gull?"))
         server.enqueue(Fault(content=bad, match="clinic on Tarn?"))
         llm = LLMSettings(base_url=server.base_url, model="test-model", request_timeout_s=2.0, max_retries=0)
-        fig = run_llm(questions, index, llm, top_k=3, n_sentences=2, hit=hit)
+        fig = run_llm(questions, index, None, llm, Reader(), hit, top_k=3, n_units=2)
     finally:
         server.stop()
     out = fig.to_dict("test-model")
