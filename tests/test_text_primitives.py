@@ -56,3 +56,8 @@ def test_paths_and_code_spans_but_not_link_targets() -> None:
 def test_scripts() -> None:
     assert has_cjk("调度器 runs") and not has_cjk("scheduler")
     assert cjk_share("调度器") == 1.0 and cjk_share("abc") == 0.0
+
+
+def test_a_lone_capital_is_no_name() -> None:
+    assert shapes.names("How do I turn off the telemetry?") == ()
+    assert shapes.names("We ask Plan B of Warsaw.") == ("Plan B", "Warsaw")

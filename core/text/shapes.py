@@ -4,9 +4,9 @@ never by naming a word of any language.
 
 - A numeral is a run of digits (any script's decimal digits: ``308``, ``1,5``, ``２０``), or, in Chinese text,
   what the segmenter tags as a numeral (四次, 二十).
-- A name is a run of capitalized words (Latin, Greek, Cyrillic scripts: case marks names); a word that opens a
-  sentence counts only with a capitalized word after it ("Jan Kowalski kieruje ..."), since every sentence
-  opens with a capital. In Chinese text, a name is what the segmenter tags as a proper noun
+- A name is a run of capitalized words (Latin, Greek, Cyrillic scripts: case marks names) of two letters or more;
+  a word that opens a sentence counts only with a capitalized word after it ("Jan Kowalski kieruje ..."), since
+  every sentence opens with a capital. In Chinese text, a name is what the segmenter tags as a proper noun
   (:mod:`core.text.cjk`).
 - A path has at least two separators (``{prefix}/lib/node_modules``, ``C:\\Users``), or starts at the home
   folder (``~/.npmrc``); a code span is text between backticks.
@@ -59,8 +59,10 @@ def names(text: str) -> tuple[str, ...]:
         while (j < len(words) and words[j].group(0)[:1].isupper()
                and not text[words[j - 1].end():words[j].start()].strip()):
             j += 1
-        if j - i > 1 or not _opens_sentence(text, w.start()):
-            out.append(text[w.start():words[j - 1].end()])
+        name = text[w.start():words[j - 1].end()]
+        # A lone capital is a letter, not a name ("How do I ...", "plan B"): a name has two letters at least.
+        if (j - i > 1 or not _opens_sentence(text, w.start())) and sum(ch.isalpha() for ch in name) >= 2:
+            out.append(name)
         i = j
     return tuple(dict.fromkeys(out))
 
