@@ -72,8 +72,8 @@ class ExtractiveReportWriter:
         self.chunks = dict(chunks or {})
         self._idf: Idf | None = idf
         self._sentences: dict[str, list[tuple[Sentence, str]]] = {}  # per chunk: its whole sentences, normalized
-        self._titled: bool | None = None
-        self._prose: frozenset[str] | None = None
+        self._titled: bool | None = idf.titled if idf is not None else None
+        self._prose: frozenset[str] | None = idf.prose if idf is not None else None
 
     def _page_titles(self, ctx: CommunityContext) -> frozenset[str]:
         """The titles (casefolded) of the community's passages' pages, when the corpus has several titled pages
@@ -90,15 +90,18 @@ class ExtractiveReportWriter:
         return self._titled
 
     def _topics(self, ctx: CommunityContext) -> list[tuple[str, float]]:
-        """The titles of the pages the community's members are named on, each weighted by the members named on its
+        """The titles of the pages the community's members are named on among the passages the report reads (so a
+        report depends on what its fingerprint covers, and a worker holding only those passages writes the same
+        title), each weighted by the members named on its
         passages and the page's kind (``kind_weights``), heaviest first; empty unless the corpus has several
         titled pages."""
         if not self._page_titles(ctx):
             return []
         weight: Counter[str] = Counter()
+        passages = set(ctx.passages)  # the passages the report reads (and its fingerprint covers), nothing else
         for e in ctx.entities:
             for cid in e.chunk_ids:
-                c = self.chunks.get(cid)
+                c = self.chunks.get(cid) if cid in passages else None
                 if c is not None and c.metadata.get("title"):
                     weight[str(c.metadata["title"])] += kind_weight(c.metadata.get("kind"), self.settings.kind_weights)
         return sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -114,9 +117,10 @@ class ExtractiveReportWriter:
         first), then the other pages they are named on, then the sections (deepest headings) they are named under."""
         names = [e.name for e in title_rank(ctx.entities, ctx.degree(), self._page_titles(ctx)) if self.worthy(e.name)]
         sections: Counter[str] = Counter()
+        passages = set(ctx.passages)
         for e in ctx.entities:
             for cid in e.chunk_ids:
-                c = self.chunks.get(cid)
+                c = self.chunks.get(cid) if cid in passages else None
                 heads = c.metadata.get("headings") if c is not None else None
                 if isinstance(heads, list) and len(heads) > 1 and self.worthy(str(heads[-1])):
                     sections[str(heads[-1])] += 1
@@ -139,6 +143,8 @@ class ExtractiveReportWriter:
     def idf(self) -> Idf:
         if self._idf is None:
             self._idf = Idf(c.text for c in self.chunks.values())
+        if self._idf.titled is None or self._idf.prose is None:
+            self._idf.titled, self._idf.prose = self._is_titled(), self._prose_words()
         return self._idf
 
     def _candidates(self, ctx: CommunityContext) -> list[Sentence]:

@@ -133,6 +133,12 @@ def stem(word: str) -> str:
 class Idf:
     """Inverse document frequencies of stems over a set of texts (the corpus's chunks)."""
 
+    # Facts of the whole corpus a report writer needs beside the frequencies, carried with them to a writer that
+    # holds only part of the corpus (a Dask worker's share): whether its pages have several titles, and the words
+    # its prose uses (None until the writer that built the frequencies fills them in).
+    titled: bool | None = None
+    prose: frozenset[str] | None = None
+
     def __init__(self, texts: Iterable[str]) -> None:
         df: Counter[str] = Counter()
         n = 0

@@ -29,8 +29,9 @@ def settings(tmp_path: Path) -> StrataSettings:
     return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"})
 
 
-def ask_offline(folder: Path, data_dir: Path, question: str):  # type: ignore[no-untyped-def]
-    """Index ``folder`` offline into ``data_dir`` and answer ``question`` there (strata.engine's Answer)."""
+def ask_offline(folder: Path, data_dir: Path, question: str, mode: str | None = None):  # type: ignore[no-untyped-def]
+    """Index ``folder`` offline into ``data_dir`` and answer ``question`` there (strata.engine's Answer); ``mode``
+    ("local" or "global") skips the router."""
     from strata.engine import Engine
     from strata.pipeline import index_folder
 
@@ -38,7 +39,7 @@ def ask_offline(folder: Path, data_dir: Path, question: str):  # type: ignore[no
     index_folder(folder, settings)
     engine = Engine(settings)
     try:
-        return engine.ask(question)
+        return engine.ask(question, mode=mode)  # type: ignore[arg-type]
     finally:
         engine.close()
 

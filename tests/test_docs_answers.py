@@ -129,7 +129,7 @@ def test_a_second_hop_needs_a_name_the_bridge_adds_not_one_of_its_words(tmp_path
     folder = tmp_path / "notes"
     shutil.copytree(Path(__file__).resolve().parents[1] / "samples" / "infra-notes", folder)
     (folder / "deploy-runbook.md").write_text(RUNBOOK, encoding="utf-8")
-    answer = ask_offline(folder, tmp_path / "ws", "How do I roll back a deploy with deployctl?")
+    answer = ask_offline(folder, tmp_path / "ws", "How do I roll back a deploy with deployctl?", mode="local")
     assert "deployctl rollback --to previous" in answer.text, answer.text
     assert "PostgreSQL" not in answer.text and {c.chunk_id for c in answer.citations} == {"deploy-runbook.md#0000"}
 

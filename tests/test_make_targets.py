@@ -54,6 +54,7 @@ def run_make(tmp_path: Path, target: str, *, llm_running: bool = False, llm_star
     tools = tmp_path / "tools"
     for name in ("chromium", "docker-compose", "promtool"):  # make system-deps finds them and installs nothing
         _stub(tools / name, "exit 0")
+    _stub(tools / "npm", f'echo "npm $*" >> {log}')  # the MCP inspector's packages (install-test)
     proc = subprocess.run([shutil.which("make"), "--no-print-directory", target], cwd=project,
                           env={"PATH": f"{tools}:/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
     calls = log.read_text().splitlines() if log.exists() else []

@@ -56,17 +56,18 @@ def cut_inside(before: str, gap: str, after: str, common: frozenset[str] = froze
     tokens = before.split()
     token = tokens[-1].lstrip("\"'“‘([") if tokens else ""
     low = token.lower()
-    if low in NEVER_ENDS:
+    initial = _INITIAL.fullmatch(token) is not None  # "C." is an initial, not the abbreviation "c." (circa)
+    if low in NEVER_ENDS and not initial:
         return True
-    if low in NUMBERINGS:
+    if low in NUMBERINGS and not initial:
         return _NUMBER_NEXT.match(nxt) is not None
     word = _WORD.match(nxt)
     if word is None or not nxt[:1].isupper():
         return False
-    if low in TITLES:
+    if low in TITLES and not initial:
         return True
     if _DOTTED.fullmatch(token) is not None:
         return word.group(0).lower() not in common
-    if _INITIAL.fullmatch(token) is None:
+    if not initial:
         return False
     return _INITIAL.match(nxt) is not None or word.group(0).lower() not in common
