@@ -30,7 +30,7 @@ from core.settings import ComputeSettings
 
 _settings = ComputeSettings()
 _controller: ThreadpoolController | None = None
-_modules_seen = 0
+_modules_seen: tuple[int, str | None] = (0, None)  # (how many modules, the last imported)
 _process_limit: int | None = None  # set by configure(); applied to BLAS libraries loaded later too
 
 
@@ -66,16 +66,21 @@ def worker_threads(requested: int | None = None) -> int:
     return n or available_cores()
 
 
+def _modules_now() -> tuple[int, str | None]:
+    return len(sys.modules), next(reversed(sys.modules), None)
+
+
 def _blas_controller() -> ThreadpoolController:
     # Inspecting the loaded libraries costs about 0.5 ms, a limit through a kept controller about 10
     # microseconds (the query path embeds one text at a time). BLAS libraries arrive with imports (scipy brings
-    # its own OpenBLAS beside numpy's), so the controller is rebuilt whenever modules were imported since.
+    # its own OpenBLAS beside numpy's), so the controller is rebuilt whenever modules were imported since: when
+    # their count or the last one imported changed (a module removed and another imported keep the count).
     global _controller, _modules_seen
-    if _controller is None or len(sys.modules) != _modules_seen:
+    if _controller is None or _modules_now() != _modules_seen:
         import numpy  # noqa: F401  (load numpy's BLAS before looking for it)
 
         known = {lib.filepath for lib in _controller.lib_controllers} if _controller is not None else set()
-        _modules_seen = len(sys.modules)
+        _modules_seen = _modules_now()
         _controller = ThreadpoolController()
         if _process_limit is not None:  # only libraries loaded since: the others keep the count they have now
             for lib in _controller.lib_controllers:
