@@ -7,9 +7,10 @@ builds, Leiden) inside :func:`blas_limit`, which sets the BLAS thread count for 
 default, from ``compute.blas_threads``), and gets parallelism from independent batches on threads of its own
 (``compute.threads``; see :func:`worker_threads`).
 
-The BLAS thread count is a property of the whole process, not of a Python thread: enter :func:`blas_limit`
-from the thread that coordinates the work, not from each worker thread (their exits would restore each other's
-limits in any order). Nested blocks restore the outer limit on exit.
+The BLAS thread count is a property of the whole process, not of a Python thread: blocks entered by several
+threads share it (the one entered last that is still running sets it; the process's own count comes back when
+the last ends). Enter :func:`blas_limit` from the thread that coordinates the work rather than from each worker
+thread. Nested blocks restore the outer limit on exit.
 
 The settings are read at the edge: a CLI, API or worker process calls :func:`configure` once with its
 ``compute`` section, which also sets that BLAS limit for the whole process (a server's searches run their
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 from threadpoolctl import ThreadpoolController
 
@@ -89,14 +91,37 @@ def _blas_controller() -> ThreadpoolController:
     return _controller
 
 
+_blocks: list[list[int]] = []  # the blocks in force, oldest first: [limit] each (a list, so each block is its own)
+_base: Any = None  # the limiter that restores what the process had before the first block in force
+_blocks_lock = threading.Lock()
+
+
 @contextmanager
 def blas_limit(threads: int | None = None) -> Iterator[int]:
-    """Run the block with at most ``threads`` BLAS threads (default ``compute.blas_threads``); yields the limit."""
+    """Run the block with at most ``threads`` BLAS threads (default ``compute.blas_threads``); yields the limit.
+
+    The count is the whole process's, so blocks entered by several threads share it: the block entered last that is
+    still running sets it, and when the last block ends the count the process had before the first is restored
+    (a thread's block that ends while another's runs leaves the other's limit in force, not the process's)."""
+    global _base
     n = _settings.blas_threads if threads is None else threads
     if n < 1:
         raise ValueError(f"BLAS threads must be at least 1, got {n}")
-    limiter = _blas_controller().limit(limits=n, user_api="blas")
+    block = [n]
+    with _blocks_lock:
+        controller = _blas_controller()
+        if not _blocks:
+            _base = controller.limit(limits=n, user_api="blas")
+        else:
+            controller.limit(limits=n, user_api="blas")
+        _blocks.append(block)
     try:
         yield n
     finally:
-        limiter.restore_original_limits()
+        with _blocks_lock:
+            del _blocks[next(i for i, b in enumerate(_blocks) if b is block)]  # this block, not an equal one
+            if _blocks:
+                _blas_controller().limit(limits=_blocks[-1][0], user_api="blas")
+            elif _base is not None:
+                _base.restore_original_limits()
+                _base = None

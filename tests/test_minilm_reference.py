@@ -188,3 +188,27 @@ def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.Mon
     finally:
         threads.configure(old)
     assert seen == {"embed": {limit}, "bm25": {limit}, "leiden": {limit}}
+
+
+def test_a_block_ending_on_another_thread_leaves_the_running_block_its_limit() -> None:
+    """Blocks on two threads share the process's count: one that ends while the other runs restores the other's
+    limit, not what the process had before (a server's request threads, a test's leftover thread)."""
+    threads._blas_controller()
+    before = _blas_threads()
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def other() -> None:
+        with threads.blas_limit(3):
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert inside.wait(10)
+    with threads.blas_limit(1):
+        assert _blas_threads() == {1}
+        leave.set()
+        t.join(10)
+        assert _blas_threads() == {1}  # the other thread's block ended inside this one
+    assert _blas_threads() == before
