@@ -61,6 +61,10 @@ _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 # "<Name>'s <noun>" ("Scrooge's nephew", "Alice's team"): kept when the document uses the phrase more than once.
 POSSESSIVE_MIN_USES = 2
 
+# A word character of an alphabetic script: a name in Latin (or any alphabetic) letters ends where Han, kana or Hangul
+# begins, since those scripts write no space between words ("DECnet是" is the name DECnet and the particle 是).
+_LW = r"(?:(?![\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])\w)"
+
 # Patterns in priority order: earlier patterns win when spans overlap.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("code", re.compile(r"`([^`\n]{2,80})`")),
@@ -74,7 +78,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
     ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
                               r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
-    ("name", re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?\b[A-Z][\w’']*(?:-[\w’']+|/[A-Z0-9][\w]*(?![\w/]))*(?:(?:\s{1,3}(?:of|de|von|van|der|la|le|du|di)(?:\s{1,3}the)?)?\s{1,3}[A-Z][\w’']*(?:-[\w’']+|/[A-Z0-9][\w]*(?![\w/]))*)*")),
+    ("name", re.compile(rf"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?(?<!{_LW})[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*(?:(?:\s{{1,3}}(?:of|de|von|van|der|la|le|du|di)(?:\s{{1,3}}the)?)?\s{{1,3}}[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*)*")),
     # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
     ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf](?:[\u4e00-\u9fff\u3400-\u4dbf]|[·‧•・](?=[\u4e00-\u9fff]))+"
                        r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),

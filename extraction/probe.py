@@ -32,7 +32,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      "```\n\n| setting | default | meaning |\n|---|---|---|\n| `timeout` | 30 | seconds a request may take |\n"),
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
-     "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。"),
+     "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
      "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),

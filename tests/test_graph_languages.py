@@ -93,3 +93,12 @@ def test_titles_join_names_in_the_corpus_language() -> None:
     assert title == "Warszawa: Kraków, Gdańsk"
     en = [Entity(f"n{i}", n, "name", "", ("c#0000",)) for i, n in enumerate(["Scrooge", "Bob Cratchit", "Fred"])]
     assert extractive_title(en, [], "fallback", glue=ENGLISH) == "Scrooge with Bob Cratchit and Fred"
+
+
+def test_a_latin_name_in_chinese_text_ends_where_the_han_characters_begin() -> None:
+    """Chinese writes no space between words: a name in Latin letters stops at the first Han character, so neither
+    a particle ("DECnet是") nor a clause ("Internet2正式退役Abilene") is glued to it."""
+    names = {n for n, _ in _entities("2006年，Internet2正式退役Abilene网络。DECnet是一种协议，DECnet曾被广泛使用。")}
+    assert {"Internet2", "Abilene", "DECnet"} <= names
+    assert not any(any("\u4e00" <= ch <= "\u9fff" for ch in n) and any(ch.isascii() and ch.isalpha() for ch in n)
+                   for n in names), names
