@@ -15,8 +15,8 @@ do not depend on it), then measures what a reader sees, judged apart from the ex
 - ``identifier_titles``: titles made only of code identifiers (a token with ``_``, an inner dot, a lower-to-upper
   case switch, or a leading ``-``), the corpus's 50 most frequent prose words ("with", "and") and versions aside;
 - ``leaks``: chunks (their prose: code quotes code as it is), titles, entity descriptions and the answers to "What are the main topics?" and "What themes
-  recur?" holding an attribute list (``{ #``, ``{:``) or raw HTML (a comment, a closing tag, an opening tag with
-  an attribute);
+  recur?" holding an attribute list (``{ #``, ``{:``), raw HTML (a comment, a closing tag, an opening tag with
+  an attribute) or link or block syntax (``][``, ``](``, a line opening with ``///``);
 - ``duplicate_titles``: reports whose title (case and spaces folded) another report already has;
 - ``junk_share_top50``: the share of junk among the 50 entities of highest degree (distinct neighbours).
 
@@ -186,6 +186,9 @@ _PROSE_TOKEN = re.compile(r"[^\W\d_](?:[\w'’.+/-]*\w)?")
 _TITLE_STRIP = ",.;:!?()\"'“”‘’"
 _ATTR_LEAK = re.compile(r"\{\s*#|\{:")
 _HTML_LEAK = re.compile(r"<!--|</[A-Za-z][\w-]*\s*>|<[A-Za-z][\w-]*\s+[\w:-]+\s*=")
+# Link syntax a reader should not see: a reference or a target left as text ("[`list`][]", "[a][b.c]",
+# "[text](url)") or a generic block's marker ("/// note | Title", "///").
+_LINK_LEAK = re.compile(r"\]\[|\]\(|^[ \t]*/{3}", re.M)
 
 
 def prose_of(text: str) -> str:
@@ -244,8 +247,8 @@ class Prose:
 
 
 def leaks(texts: Iterable[str]) -> list[str]:
-    """The texts holding an attribute list or raw HTML."""
-    return [t for t in texts if _ATTR_LEAK.search(t) or _HTML_LEAK.search(t)]
+    """The texts holding an attribute list, raw HTML or link or block syntax."""
+    return [t for t in texts if _ATTR_LEAK.search(t) or _HTML_LEAK.search(t) or _LINK_LEAK.search(t)]
 
 
 def top_by_degree(names: dict[str, str], edges: Iterable[tuple[str, str]], k: int = 50) -> list[str]:
@@ -324,7 +327,7 @@ def main() -> None:
     print("titles not words:", "; ".join(ours["_bad"][:10]) or "none")  # type: ignore[index]
     print("cut titles:", "; ".join(ours["_cut"][:10]) or "none")  # type: ignore[index]
     print("titles made only of identifiers:", "; ".join(ours["_idents"][:10]) or "none")  # type: ignore[index]
-    print("attribute lists or raw HTML left in:", ", ".join(f"{k} {v}" for k, v in leaked.items()))
+    print("attribute lists, raw HTML or link syntax left in:", ", ".join(f"{k} {v}" for k, v in leaked.items()))
     by_id = {r.community_id: r for r in reports}
     print("the 10 largest top-level communities:")
     for c in sorted((c for c in communities if c.level == 0), key=lambda c: (-len(c.entity_ids), c.id))[:10]:

@@ -15,7 +15,10 @@ end]``) works on clean text with consistent offsets:
   HTML tags are dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
   comments, ``<script>`` and ``<style>`` leave nothing; an HTML block leaves its text (``<pre>`` as code);
 - a code span stays in backticks, unless it is part of a word ("\\`g\\`reater" is "greater");
-- an admonition's or a tab's own title stays as a line of text (a bare ``!!! note`` leaves nothing).
+- an admonition's or a tab's own title stays as a line of text (a bare ``!!! note`` leaves nothing); the
+  generic blocks of pymdownx (``/// note | Title`` ... ``///``) read the same way, their options dropped;
+- a reference link whose definition the page does not hold (``[BaseModel][pydantic.BaseModel]``,
+  ``[`list`][]``: the generator resolves it from other pages or the API) reads as its text, as a defined one does.
 
 :class:`MarkdownShape` counts the page's structure as the parser saw it (headings, version headings, list
 items, paragraphs, code blocks, table rows, definition terms, link words); :mod:`extraction.kinds` reads a
@@ -48,6 +51,12 @@ _DIRECTIVE = re.compile(r"^[ \t]*:::[ \t]+[\w.:]+[ \t]*$")
 _SNIPPET = re.compile(r"^[ \t]*-{1,2}8<-{1,2}")  # pymdownx.snippets: "--8<-- "file""
 _ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "*[HTML]: Hyper Text ..."
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
+# pymdownx.blocks: "/// type | title" opens a block (its options, indented, follow), "///" alone closes one.
+_BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]*$")
+# A full or collapsed reference link, "[text][label]" or "[text][]", outside code; and a definition, "[label]: url".
+_REF_LINK = re.compile(r"(?<![\\!\]])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
+_REF_DEF = re.compile(r"^[ \t]{0,3}\[((?:[^\[\]\\\n]|\\.)+)\]:", re.M)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"
 _VERSION_OR_DATE = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-.]?[a-z]+\d*)?(?![\w.])|\b\d{4}-\d{2}-\d{2}\b"
                               r"|\b\d{4}/\d{2}/\d{2}\b", re.I)
@@ -129,6 +138,13 @@ def _prepare(text: str) -> str:
         if _DIRECTIVE.match(line):  # mkdocstrings' "::: package.module" and the options indented under it
             directive = len(line) - len(line.lstrip(" \t"))
             continue
+        block = _BLOCK.match(line)
+        if block:  # a generic block's marker: its title stays as a line of text, its options go
+            title = (block.group(1) or "").strip()
+            out += ["", title, ""] if title else [""]
+            if line.strip().strip("/"):
+                directive = len(line) - len(line.lstrip(" \t"))  # its options are indented under it
+            continue
         if _ATTR_LINE.match(line) or _SNIPPET.match(line) or _ABBR_DEF.match(line) or _TEMPLATE_LINE.match(line):
             continue
         if tab:
@@ -140,7 +156,40 @@ def _prepare(text: str) -> str:
         if _HEADING_LINE.match(line):
             line = _HEADING_ATTRS.sub("", line)
         out.append(line)
-    return "\n".join(out)
+    text = "\n".join(out)
+    return text + _missing_definitions(text)
+
+
+def _missing_definitions(text: str) -> str:
+    """Definitions for the reference links the page uses but does not define, so that the parser reads them as
+    links (their text) and not as bracketed markup. Only labels holding a letter count ("x[0][1]" is an index),
+    and fenced code and code spans are not read (a definition changes nothing inside code)."""
+    prose, fence = [], None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            continue
+        prose.append(line)  # indented lines too: list items and admonition bodies are indented prose
+    body = "\n".join(prose)
+    # code spans masked where links are looked for (positions kept: a label is read from the text itself)
+    masked = _CODE_SPAN.sub(lambda m: "\0" * len(m.group(0)), body)
+    defined = {_label(m.group(1)) for m in _REF_DEF.finditer(masked)}
+    missing: dict[str, str] = {}
+    for m in _REF_LINK.finditer(masked):
+        label = body[m.start(2):m.end(2)] if m.group(2) else body[m.start(1):m.end(1)]
+        key = _label(label)
+        if key and key not in defined and any(ch.isalpha() for ch in label):
+            missing.setdefault(key, label)
+    return "".join(f"\n\n[{label}]: #" for label in missing.values())
+
+
+def _label(label: str) -> str:
+    return " ".join(label.split()).casefold()
 
 
 class _HtmlText(HTMLParser):
@@ -244,6 +293,10 @@ class _Writer:
         text = _ICON.sub("", text)
         return re.sub(r"[ \t]{2,}", " ", text).strip(" \t")
 
+    def _inline_markdown(self, text: str) -> str:
+        tree = SyntaxTreeNode(_MD.parseInline(text))
+        return " ".join(self.inline(c) for c in tree.children if c.type == "inline").strip()
+
     def _inline_of(self, node: SyntaxTreeNode) -> str:
         return " ".join(self.inline(c) for c in node.children if c.type == "inline").strip()
 
@@ -306,7 +359,10 @@ class _Writer:
         if t == "table":
             return self._table(node)
         if t == "html_block":
-            blocks = _html_blocks(node.content)
+            # the text of an HTML block is read as Markdown inline (generators parse it so: md_in_html's
+            # markdown="span"), so an image or a link inside leaves its text, not its syntax
+            blocks = [b if b.startswith("```") else self._inline_markdown(b) for b in _html_blocks(node.content)]
+            blocks = [b for b in blocks if b]
             for b in blocks:
                 if b.startswith("```"):
                     self.shape.code_blocks += 1

@@ -5,8 +5,9 @@ that alters what the extractor makes of them changes the fingerprint, and the wo
 extracted again, with no version to bump by hand. The texts touch every path of the extractor: capitalized names
 and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
 spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
-inline HTML, code spans inside words, fenced code, a table, a hash in an example), abbreviations and initials,
-Chinese names and repeated terms (Simplified and Traditional), and Polish names in their cases.
+generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
+words, fenced code, a table, a hash in an example), abbreviations and initials, Chinese names and repeated terms
+(Simplified and Traditional), and Polish names in their cases.
 """
 
 from __future__ import annotations
@@ -28,7 +29,11 @@ PROBE: tuple[tuple[str, str], ...] = (
      "    The <dfn title=\"Asynchronous Server Gateway Interface\">ASGI</dfn> server calls the app. Press "
      "<kbd>Ctrl</kbd>+<kbd>C</kbd> to stop. <!-- a comment -->\n\n=== \"Python\"\n\n    Use `g`reater "
      "values.\n\nThe Dispatcher is the core API used to dispatch requests. Its password hash is "
-     "`CYaIb8sB$P4uod1`, an example value.\n\n```python\ndef handler(request):\n    return Response(\"ok\")\n"
+     "`CYaIb8sB$P4uod1`, an example value. See [`Dispatcher`][api.Dispatcher] and [`Response`][].\n\n"
+     "/// note | Retries\n    type: info\n\nThe Dispatcher retries a request once.\n///\n\n"
+     "<figure markdown=\"span\">\n  ![The Dispatcher](img/d.png){ width=\"500\" }\n  <figcaption>The [Dispatcher]"
+     "(api.md) at work</figcaption>\n</figure>\n\n"
+     "```python\ndef handler(request):\n    return Response(\"ok\")\n"
      "```\n\n| setting | default | meaning |\n|---|---|---|\n| `timeout` | 30 | seconds a request may take |\n"),
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"

@@ -49,12 +49,12 @@ _NOT_WORD = re.compile(r"[^\w\s]+")
 def walk_key(name: str) -> str:
     """A name's key for linking and synonyms: :func:`normalize_name` (case, articles, possessives, plurals),
     accents dropped ("Aschenbrödel" = "Aschenbrodel"), underscores, hyphens and slashes as spaces and other
-    punctuation dropped."""
+    punctuation dropped, and between CJK characters no space or name joiner (:func:`core.text.spans.closed`)."""
     key = normalize_name(unicodedata.normalize("NFKC", name), "name")
     key = "".join(ch for ch in unicodedata.normalize("NFKD", key) if not unicodedata.combining(ch))
     key = _SEPARATORS.sub(" ", key)
     key = _NOT_WORD.sub("", key)
-    return " ".join(key.split())
+    return spans.closed(" ".join(key.split()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,14 @@ def as_written(span: str) -> str:
     return _ARTICLE.sub("", span.rstrip(".'’")) or span
 
 
+def long_enough(key: str) -> bool:
+    """Whether a normalized name is long enough to be linked by itself: three letters, or two words. Length is
+    counted in :func:`core.text.spans.words`, where a character of a script written without spaces (Chinese,
+    Japanese, Korean) is a word, so 香港 (two words) is a name while "US" or a lone 港 is too short to tell from
+    the words around it."""
+    return len(key) >= 3 or word_count(key) >= 2
+
+
 class EntityLexicon:
     """Normalized entity names known to the index, with how many chunks mention each."""
 
@@ -82,8 +90,8 @@ class EntityLexicon:
         self.total_chunks = max(1, total_chunks)
         self.by_key: dict[str, KnownEntity] = {}
         for e in entities:
-            key = normalize_name(e.name, e.type)
-            if len(key) >= 3 and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
+            key = spans.closed(normalize_name(e.name, e.type))
+            if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
                 self.by_key[key] = e
         self.max_words = max((word_count(k) for k in self.by_key), default=1)
 
@@ -106,8 +114,9 @@ class EntityLexicon:
             for n in range(min(self.max_words, len(words) - i), 0, -1):
                 span = spans.join(words[i:i + n])
                 hit = next((h for form in forms(span, language)
-                            for h in (self.by_key.get(normalize_name(form, "name")),
-                                      self.by_key.get(normalize_name(form, "identifier"))) if h), None)
+                            for h in (self.by_key.get(spans.closed(normalize_name(form, "name"))),
+                                      self.by_key.get(spans.closed(normalize_name(form, "identifier")))) if h),
+                           None)
                 if hit:
                     found.setdefault(hit.name, (as_written(span), hit))
                     i += n - 1

@@ -84,6 +84,43 @@ def test_generator_markdown_becomes_clean_text() -> None:
     assert "| `ttl` | how long |" in text and "- done item" in text and "Records are cached." in text
 
 
+def test_references_resolved_elsewhere_and_generic_blocks_read_as_text() -> None:
+    page = """# Fields
+
+Pydantic raises a [`ValidationError`][pydantic_core.ValidationError]. Only [`list`][] instances are valid in
+strict mode; see [the guide][guide]. Code keeps its brackets: `x[a][b]`, and so does an index, m[0][1].
+
+/// version-changed | v2
+A field annotated as [`Any`][typing.Any] has no default.
+///
+
+/// admonition | Mutable defaults
+    type: warning
+
+Defaults are copied for each instance.
+///
+
+```python
+value = table[row][column]
+```
+
+<figure markdown="span">
+  ![A diagram](img/flow.png){ width="500" }
+  <figcaption>The [validation](validation.md) flow</figcaption>
+</figure>
+
+[guide]: https://example.org/guide
+"""
+    text = normalize_markdown(page).text
+    assert "Pydantic raises a `ValidationError`. Only `list` instances are valid in strict mode; see the guide." in text
+    assert "`x[a][b]`" in text and "m[0][1]" in text and "value = table[row][column]" in text
+    assert "][" not in text.replace("x[a][b]", "").replace("m[0][1]", "").replace("table[row][column]", "")
+    assert "///" not in text and "type: warning" not in text
+    assert "\nMutable defaults\n\nDefaults are copied for each instance." in text  # the block's title stays
+    assert "\nA field annotated as `Any` has no default." in text
+    assert "The validation flow" in text and "![" not in text and "width=" not in text  # Markdown inside HTML
+
+
 def test_the_loader_reads_markdown_pages_clean_and_records_their_kind(tmp_path: Path) -> None:
     (tmp_path / "wild.md").write_text(PAGE, encoding="utf-8")
     (tmp_path / "changes.md").write_text(CHANGELOG, encoding="utf-8")

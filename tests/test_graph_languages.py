@@ -48,6 +48,31 @@ def test_chinese_questions_link_entities_by_character_spans() -> None:
     assert found == ["调度器", "工作节点"]
 
 
+def test_a_two_character_chinese_name_is_linked_but_a_two_letter_latin_one_is_not() -> None:
+    # two CJK characters are two words, as "New York" is: long enough; "US" is one word of two letters
+    lexicon = EntityLexicon([KnownEntity("香港", "location", 4), KnownEntity("港", "location", 4),
+                             KnownEntity("US", "name", 4)], 50)
+    assert [e.name for e in lexicon.find("香港的港口在US哪一年开放？")] == ["香港"]
+
+
+def test_a_transliterated_name_links_however_the_question_marks_its_parts() -> None:
+    # the interpunct is written as U+00B7, U+2022 or U+30FB, or left out, for the same name
+    names = ["约瑟夫·普利斯特里", "卡万•肖特", "马里奥・爱迪生"]
+    lexicon = EntityLexicon([KnownEntity(n, "person", 2) for n in names], 50)
+    for question, want in [("约瑟夫·普利斯特里在哪一年发现氧气?", "约瑟夫·普利斯特里"),
+                           ("约瑟夫•普利斯特里在哪一年发现氧气?", "约瑟夫·普利斯特里"),
+                           ("约瑟夫普利斯特里在哪一年发现氧气?", "约瑟夫·普利斯特里"),
+                           ("卡万・肖特得了几分？", "卡万•肖特"), ("马里奥·爱迪生贡献了几次擒杀？", "马里奥・爱迪生")]:
+        assert [e.name for e in lexicon.find(question)] == [want], question
+    docs = [_chunk("p", "约瑟夫·普利斯特里于1774年发现氧气。约瑟夫·普利斯特里是英国化学家。"),
+            _chunk("q", "舍勒在乌普萨拉研究空气。")]
+    index = ChunkIndex(RetrievalSettings(embedder="none"), embedder=None)
+    index.add(docs)
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(docs).extractions)
+    walk = walk_for_index(GraphSnapshot(tuple(entities), tuple(relations)), index)
+    assert [s.name for s in walk.link("约瑟夫•普利斯特里在哪一年发现氧气?").seeds] == ["约瑟夫·普利斯特里"]
+
+
 def test_the_walk_reaches_a_second_passage_through_a_shared_chinese_entity() -> None:
     docs = [_chunk("sched", "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点的日志写入磁盘。"),
             _chunk("nodes", "工作节点每秒向集群发送心跳。工作节点在心跳中断后被标记为离线。"),

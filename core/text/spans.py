@@ -16,6 +16,11 @@ from core.text.script import CJK_RANGES
 
 _WORD = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+(?:[.'’\-][^\W{CJK_RANGES}]+)*[.'’\-]?", re.UNICODE)
 _CJK = re.compile(f"[{CJK_RANGES}]")
+# The marks that join the parts of a name transliterated into CJK text (约瑟夫·普利斯特里, 卡万・肖特). They are
+# written with several code points, or left out, for the same name, so they are no word of it, and a name's key
+# drops them (:func:`closed`): spans, joined without them, then meet the name however the text marks its parts.
+NAME_JOINERS = "\u00b7\u2022\u2027\u30fb"
+_OPEN = re.compile(rf"(?<=[{CJK_RANGES}])[\s{NAME_JOINERS}]+(?=[{CJK_RANGES}])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +34,13 @@ class Word:
 def words(text: str) -> list[Word]:
     """The words of ``text`` with their offsets (each CJK character is one)."""
     return [Word(m.group(0), m.start(), m.end(), _CJK.fullmatch(m.group(0)) is not None)
-            for m in _WORD.finditer(text)]
+            for m in _WORD.finditer(text) if m.group(0) not in NAME_JOINERS]
+
+
+def closed(text: str) -> str:
+    """``text`` without the spaces and name joiners between two CJK characters: the form :func:`join` gives a
+    span, so a key made with it matches 约瑟夫·普利斯特里 written as 约瑟夫•普利斯特里 or 约瑟夫普利斯特里."""
+    return _OPEN.sub("", text)
 
 
 def join(ws: list[Word]) -> str:
