@@ -29,6 +29,7 @@ import yaml
 from core.records import Document, LoadProblem, stable_hash
 from extraction.kinds import kind_of
 from extraction.markdown_text import normalize_markdown
+from extraction.site_nav import nav_titles
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -124,19 +125,24 @@ def _path_meta(rel: str) -> dict[str, Any]:
     return {"path": rel, "dir": p.parent.as_posix() if p.parent.as_posix() != "." else "", "ext": p.suffix.lstrip(".")}
 
 
-def _load_text_file(path: Path, rel: str) -> Document:
-    return document_from_text(rel, _decode(path.read_bytes(), rel), _read_sidecar(path))
+def _load_text_file(path: Path, rel: str, nav_title: str | None = None) -> Document:
+    return document_from_text(rel, _decode(path.read_bytes(), rel), _read_sidecar(path), nav_title)
 
 
-def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = None) -> Document:
+def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = None,
+                       nav_title: str | None = None) -> Document:
     """The document a ``.txt`` or ``.md`` file at ``rel`` holding ``text`` becomes (front matter and ``sidecar``
-    metadata, Markdown normalized, its kind); EmptyDocumentError for a file with no text."""
+    metadata, Markdown normalized, its kind); EmptyDocumentError for a file with no text. ``nav_title``: the
+    title the site's navigation gives a Markdown page (:mod:`extraction.site_nav`), its title when it has none
+    of its own (no front matter ``title``, no first-line ``#`` heading), as the generator titles it."""
     front, body = _split_front_matter(text, rel)
     meta = {**_path_meta(rel), **(sidecar or {}), **front}
     doc_id = str(meta.pop("id", rel))
     if Path(rel).suffix.lower() in MARKDOWN_SUFFIXES:
         page = normalize_markdown(body)
         body = page.text
+        if nav_title and "title" not in meta and not body.startswith("# "):
+            meta["title"] = nav_title
         title = meta.get("title")
         meta.setdefault("kind", kind_of(page.shape, title if isinstance(title, str) else None))
     if not body.strip():
@@ -365,6 +371,7 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
     docs: dict[str, Document] = {}
     empty: list[str] = []
     problems: list[LoadProblem] = list(skipped)
+    titles = nav_titles(root) if root.is_dir() else {}  # a docs site's page titles from its navigation
     failed: set[str] = {p.path for p in skipped}
 
     def accept(doc: Document, where: str) -> None:
@@ -385,7 +392,7 @@ def load_folder(folder: Path | str, text_field: str = "text") -> LoadResult:
                     else:
                         accept(item, f"{rel}:{item.metadata['line']}")
             else:
-                accept(_load_text_file(path, rel), rel)
+                accept(_load_text_file(path, rel, titles.get(rel)), rel)
         except EmptyDocumentError:
             empty.append(rel)
         except (OSError, ValueError) as exc:

@@ -131,6 +131,39 @@ def test_the_loader_reads_markdown_pages_clean_and_records_their_kind(tmp_path: 
     assert "kind" not in docs["notes.txt"].metadata and "<b>" in docs["notes.txt"].text
 
 
+def test_pages_without_a_title_of_their_own_take_the_site_navigation_title(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "docs" / "concepts").mkdir(parents=True)
+    (site / "mkdocs.yml").write_text("""site_name: Example
+markdown_extensions:
+  - pymdownx.emoji:
+      emoji_index: !!python/name:material.extensions.emoji.twemoji
+extra:
+  analytics: !ENV [ANALYTICS_KEY, none]
+nav:
+  - Get Started:
+      - Welcome: index.md
+  - Concepts:
+      - Models and fields: concepts/models.md
+      - Own heading: concepts/headed.md
+  - Source: https://example.org/repo
+""", encoding="utf-8")
+    (site / "docs" / "index.md").write_text("---\ntitle: Front matter wins\n---\n\nHello there.\n", encoding="utf-8")
+    (site / "docs" / "concepts" / "models.md").write_text("Models hold fields. Fields hold values.\n", encoding="utf-8")
+    (site / "docs" / "concepts" / "headed.md").write_text("# A heading\n\nText under it.\n", encoding="utf-8")
+    (site / "docs" / "loose.md").write_text("A page the navigation does not list.\n", encoding="utf-8")
+    for root, prefix in ((site / "docs", ""), (site, "docs/")):  # the docs folder, or the project holding it
+        docs = {d.id: d for d in load_folder(root).documents}
+        assert docs[f"{prefix}concepts/models.md"].metadata["title"] == "Models and fields"
+        assert docs[f"{prefix}index.md"].metadata["title"] == "Front matter wins"
+        assert "title" not in docs[f"{prefix}concepts/headed.md"].metadata  # its own heading titles it
+        assert "title" not in docs[f"{prefix}loose.md"].metadata
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "page.md").write_text("No site here.\n", encoding="utf-8")
+    assert "title" not in load_folder(other).documents[0].metadata
+
+
 def test_kinds_from_structure() -> None:
     assert kind_of(normalize_markdown(CHANGELOG).shape) == "changelog"
     assert kind_of(normalize_markdown("# Hatch v1.8.0\n\nWe are pleased to announce it.\n").shape) == "changelog"
