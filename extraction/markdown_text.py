@@ -53,8 +53,9 @@ _ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
 # pymdownx.blocks: "/// type | title" opens a block (its options, indented, follow), "///" alone closes one.
 _BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]*$")
-# A full or collapsed reference link, "[text][label]" or "[text][]", outside code; and a definition, "[label]: url".
-_REF_LINK = re.compile(r"(?<![\\!\]])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
+# A full or collapsed reference link, "[text][label]" or "[text][]", outside code and not right after a word
+# character (array[i][j] indexes); and a definition, "[label]: url".
+_REF_LINK = re.compile(r"(?<![\\!\]\w])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
 _REF_DEF = re.compile(r"^[ \t]{0,3}\[((?:[^\[\]\\\n]|\\.)+)\]:", re.M)
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"

@@ -62,7 +62,8 @@ def _titles(config: Path, root: Path) -> dict[str, str]:
     for title, page in _pages(data["nav"]):
         if "://" in page or not page.lower().endswith((".md", ".markdown")):
             continue  # a link out of the site, or a page no title comes for
-        rel = page.lstrip("./") if prefix == "." else f"{prefix}/{page.lstrip('./')}"
+        page = page[2:] if page.startswith("./") else page
+        rel = page if prefix == "." else f"{prefix}/{page}"
         out.setdefault(rel, " ".join(title.split()))
     return out
 
