@@ -19,6 +19,8 @@ end]``) works on clean text with consistent offsets:
   generic blocks of pymdownx (``/// note | Title`` ... ``///``) read the same way, their options dropped;
 - a reference link whose definition the page does not hold (``[BaseModel][pydantic.BaseModel]``,
   ``[`list`][]``: the generator resolves it from other pages or the API) reads as its text, as a defined one does.
+- an HTML element marked ``markdown`` (md_in_html's ``<figure markdown="span">``) holds Markdown: an image or a
+  link inside leaves its text; any other HTML block is text as written.
 
 :class:`MarkdownShape` counts the page's structure as the parser saw it (headings, version headings, list
 items, paragraphs, code blocks, table rows, definition terms, link words); :mod:`extraction.kinds` reads a
@@ -53,11 +55,13 @@ _ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
 # pymdownx.blocks: "/// type | title" opens a block (its options, indented, follow), "///" alone closes one.
 _BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]*$")
-# A full or collapsed reference link, "[text][label]" or "[text][]", outside code and not right after a word
-# character (array[i][j] indexes); and a definition, "[label]: url".
-_REF_LINK = re.compile(r"(?<![\\!\]\w])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
+# A full or collapsed reference link, "[text][label]" or "[text][]", outside code and not right after a Latin
+# letter, digit or underscore (array[i][j] indexes; 请参阅[`X`][x] is a link); and a definition, "[label]: url".
+_REF_LINK = re.compile(r"(?<![\\!\]A-Za-z0-9_])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
 _REF_DEF = re.compile(r"^[ \t]{0,3}\[((?:[^\[\]\\\n]|\\.)+)\]:", re.M)
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+# A code span: a whole run of backticks, text, the same run (each run tried once: no backtracking over runs).
+_MD_IN_HTML = re.compile(r"<[A-Za-z][\w-]*[^<>]*\smarkdown\s*=", re.I)
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"
 _VERSION_OR_DATE = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-.]?[a-z]+\d*)?(?![\w.])|\b\d{4}-\d{2}-\d{2}\b"
                               r"|\b\d{4}/\d{2}/\d{2}\b", re.I)
@@ -125,7 +129,7 @@ def _prepare(text: str) -> str:
         m = _FENCE.match(line)
         if fence is not None:
             out.append(line)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):].strip():
+            if _closes(m, line, fence):
                 fence = None
             continue
         if m:
@@ -142,7 +146,7 @@ def _prepare(text: str) -> str:
         block = _BLOCK.match(line)
         if block:  # a generic block's marker: its title stays as a line of text, its options go
             title = (block.group(1) or "").strip()
-            out += ["", title, ""] if title else [""]
+            out += ["", line[:indent] + title, ""] if title else [""]  # in its container (a list item)
             if line.strip().strip("/"):
                 directive = len(line) - len(line.lstrip(" \t"))  # its options are indented under it
             continue
@@ -169,7 +173,7 @@ def _missing_definitions(text: str) -> str:
     for line in text.split("\n"):
         m = _FENCE.match(line)
         if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            if _closes(m, line, fence):
                 fence = None
             continue
         if m:
@@ -184,9 +188,20 @@ def _missing_definitions(text: str) -> str:
     for m in _REF_LINK.finditer(masked):
         label = body[m.start(2):m.end(2)] if m.group(2) else body[m.start(1):m.end(1)]
         key = _label(label)
-        if key and key not in defined and any(ch.isalpha() for ch in label):
+        # a one-character label is a task-list box ("[x]") or an index more often than a reference
+        if len(key) > 1 and key not in defined and any(ch.isalpha() for ch in label):
             missing.setdefault(key, label)
-    return "".join(f"\n\n[{label}]: #" for label in missing.values())
+    if not missing:
+        return ""
+    closing = f"\n{fence}" if fence is not None else ""  # a fence left open ends here, not after the definitions
+    return closing + "".join(f"\n\n[{label}]: #" for label in missing.values())
+
+
+def _closes(m: re.Match[str] | None, line: str, fence: str) -> bool:
+    """Whether ``line`` (``m``: its fence match) closes a code block opened by ``fence``: the same character, at
+    least as many, and nothing after them."""
+    return bool(m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+                and not line.strip()[len(m.group(1)):].strip())
 
 
 def _label(label: str) -> str:
@@ -360,10 +375,12 @@ class _Writer:
         if t == "table":
             return self._table(node)
         if t == "html_block":
-            # the text of an HTML block is read as Markdown inline (generators parse it so: md_in_html's
-            # markdown="span"), so an image or a link inside leaves its text, not its syntax
-            blocks = [b if b.startswith("```") else self._inline_markdown(b) for b in _html_blocks(node.content)]
-            blocks = [b for b in blocks if b]
+            blocks = _html_blocks(node.content)
+            if _MD_IN_HTML.search(node.content):
+                # an element marked markdown="1|span|block" (md_in_html) holds Markdown: an image or a link
+                # inside leaves its text, not its syntax; any other HTML block is text as written
+                blocks = [b if b.startswith("```") else self._inline_markdown(b) for b in blocks]
+                blocks = [b for b in blocks if b]
             for b in blocks:
                 if b.startswith("```"):
                     self.shape.code_blocks += 1

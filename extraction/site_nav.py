@@ -50,7 +50,7 @@ def nav_titles(root: Path) -> dict[str, str]:
 def _titles(config: Path, root: Path) -> dict[str, str]:
     try:
         data = yaml.load(config.read_text(encoding="utf-8"), Loader=_Lenient)  # noqa: S506 - a SafeLoader
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     if not isinstance(data, dict) or not isinstance(data.get("nav"), list):
         return {}
@@ -62,21 +62,28 @@ def _titles(config: Path, root: Path) -> dict[str, str]:
     for title, page in _pages(data["nav"]):
         if "://" in page or not page.lower().endswith((".md", ".markdown")):
             continue  # a link out of the site, or a page no title comes for
+        page = page.replace("\\", "/")
         page = page[2:] if page.startswith("./") else page
         rel = page if prefix == "." else f"{prefix}/{page}"
         out.setdefault(rel, " ".join(title.split()))
     return out
 
 
-def _pages(nav: Any) -> list[tuple[str, str]]:
+MAX_DEPTH = 12  # sections within sections; deeper (or a YAML alias that nests a list in itself) is not read
+
+
+def _pages(nav: Any, depth: int = 0) -> list[tuple[str, str]]:
     """(title, page) for every titled page in a ``nav`` list, sections walked in order."""
     out: list[tuple[str, str]] = []
+    if depth > MAX_DEPTH:
+        return out
     for item in nav if isinstance(nav, list) else []:
         if not isinstance(item, dict):
             continue  # a bare path: MkDocs titles it from the page itself
         for title, value in item.items():
-            if isinstance(value, str) and isinstance(title, str) and title.strip():
-                out.append((title, value))
+            name = str(title).strip() if isinstance(title, (str, int, float)) else ""
+            if isinstance(value, str) and name:
+                out.append((name, value))
             elif isinstance(value, list):
-                out.extend(_pages(value))
+                out.extend(_pages(value, depth + 1))
     return out

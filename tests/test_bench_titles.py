@@ -22,6 +22,7 @@ def test_link_and_block_syntax_left_as_text_is_a_leak() -> None:
     leaked = ["Only [`list`][] instances are valid.", "Raises [`ValidationError`][pydantic_core.ValidationError].",
               "See [the guide](https://example.org).", "/// version-changed | v2\nA field has no default.",
               "<!-- a comment -->", "## Title { #title }"]
-    clean = ["Only `list` instances are valid.", "Index m[0] and the list [1, 2] stay.", "A path such as a/b///c."]
+    clean = ["Only `list` instances are valid.", "Index m[0], grid[row][col] and the list [1, 2] stay.",
+             "A path such as a/b///c."]
     assert leaks(leaked) == leaked and leaks(clean) == []
     assert leaks([prose_of("Code keeps `x[a][b]` as it is.")]) == []

@@ -123,6 +123,32 @@ value = table[row][column]
     assert "The validation flow" in text and "![" not in text and "width=" not in text  # Markdown inside HTML
 
 
+def test_markdown_inside_html_only_where_marked_and_blocks_in_their_container() -> None:
+    page = """Intro.
+
+<div>
+Use the &lt;T&gt; parameter 2*3*4 times.
+</div>
+
+- An item
+
+    /// note | Careful
+    Body text here.
+    ///
+
+```
+```python
+```
+
+请参阅[`BaseModel`][pydantic.BaseModel]了解详情。 See [`list`][] too.
+"""
+    text = normalize_markdown(page).text
+    assert "Use the <T> parameter 2*3*4 times." in text  # an unmarked HTML block is text as written
+    assert "Body text here." in text and "```\nBody text here." not in text  # the block stays in its list item
+    assert "请参阅`BaseModel`了解详情。 See `list` too." in text  # after a fence with an info string closes nothing
+    assert "][" not in text
+
+
 def test_the_loader_reads_markdown_pages_clean_and_records_their_kind(tmp_path: Path) -> None:
     (tmp_path / "wild.md").write_text(PAGE, encoding="utf-8")
     (tmp_path / "changes.md").write_text(CHANGELOG, encoding="utf-8")
@@ -160,6 +186,11 @@ nav:
         assert docs[f"{prefix}index.md"].metadata["title"] == "Front matter wins"
         assert "title" not in docs[f"{prefix}concepts/headed.md"].metadata  # its own heading titles it
         assert "title" not in docs[f"{prefix}loose.md"].metadata
+    looped = tmp_path / "looped"
+    (looped / "docs").mkdir(parents=True)
+    (looped / "mkdocs.yml").write_text("nav: &a\n  - Section: *a\n  - 2024: page.md\n", encoding="utf-8")
+    (looped / "docs" / "page.md").write_text("A page.\n", encoding="utf-8")
+    assert load_folder(looped / "docs").documents[0].metadata["title"] == "2024"  # a YAML loop is not followed
     other = tmp_path / "other"
     other.mkdir()
     (other / "page.md").write_text("No site here.\n", encoding="utf-8")

@@ -19,7 +19,7 @@ _CJK = re.compile(f"[{CJK_RANGES}]")
 # The marks that join the parts of a name transliterated into CJK text (约瑟夫·普利斯特里, 卡万・肖特). They are
 # written with several code points, or left out, for the same name, so they are no word of it, and a name's key
 # drops them (:func:`closed`): spans, joined without them, then meet the name however the text marks its parts.
-NAME_JOINERS = "\u00b7\u2022\u2027\u30fb"
+NAME_JOINERS = "\u00b7\u2022\u2027\u22c5\u30fb\uff65"
 _OPEN = re.compile(rf"(?<=[{CJK_RANGES}])[\s{NAME_JOINERS}]+(?=[{CJK_RANGES}])")
 
 
