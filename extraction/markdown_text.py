@@ -146,7 +146,7 @@ def _prepare(text: str) -> str:
         block = _BLOCK.match(line)
         if block:  # a generic block's marker: its title stays as a line of text, its options go
             title = (block.group(1) or "").strip()
-            out += ["", line[:indent] + title, ""] if title else [""]  # in its container (a list item)
+            out += ["", " " * (indent - cut) + title, ""] if title else [""]  # in its container (a list item)
             if line.strip().strip("/"):
                 directive = len(line) - len(line.lstrip(" \t"))  # its options are indented under it
             continue

@@ -120,6 +120,8 @@ value = table[row][column]
     assert "///" not in text and "type: warning" not in text
     assert "\nMutable defaults\n\nDefaults are copied for each instance." in text  # the block's title stays
     assert "\nA field annotated as `Any` has no default." in text
+    tabbed = normalize_markdown('=== "Python"\n\n    /// note | Careful\n    Body text.\n    ///\n').text
+    assert "Careful" in tabbed and "/" not in tabbed  # a block inside a content tab, whose body is dedented
     assert "The validation flow" in text and "![" not in text and "width=" not in text  # Markdown inside HTML
 
 
