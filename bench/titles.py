@@ -189,7 +189,7 @@ _HTML_LEAK = re.compile(r"<!--|</[A-Za-z][\w-]*\s*>|<[A-Za-z][\w-]*\s+[\w:-]+\s*
 # Link syntax a reader should not see: a reference or a target left as text ("[`list`][]", "[a][b.c]",
 # "[text](url)"; not right after a Latin letter, digit or underscore: grid[row][col] indexes) or a generic block's
 # marker ("/// note | Title", "///").
-_LINK_LEAK = re.compile(r"(?<![A-Za-z0-9_\]])\[[^\[\]\n]*\]\[|(?<![A-Za-z0-9_\]])\[[^\[\]\n]*\]\(|^[ \t]*/{3}", re.M)
+_LINK_LEAK = re.compile(r"(?<![A-Za-z0-9_\]])\[[^\[\]\n]*\][\[(]|^[ \t]*/{3}", re.M)
 
 
 def prose_of(text: str) -> str:

@@ -30,6 +30,7 @@ from core.records import Document, LoadProblem, stable_hash
 from extraction.kinds import kind_of
 from extraction.markdown_text import normalize_markdown
 from extraction.site_nav import nav_titles
+from extraction.titles import heading_title
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -141,7 +142,7 @@ def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = Non
     if Path(rel).suffix.lower() in MARKDOWN_SUFFIXES:
         page = normalize_markdown(body)
         body = page.text
-        if nav_title and "title" not in meta and not body.startswith("# "):
+        if nav_title and "title" not in meta and heading_title(body) is None:
             meta["title"] = nav_title
         title = meta.get("title")
         meta.setdefault("kind", kind_of(page.shape, title if isinstance(title, str) else None))

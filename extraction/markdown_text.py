@@ -59,8 +59,8 @@ _BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]
 # letter, digit or underscore (array[i][j] indexes; 请参阅[`X`][x] is a link); and a definition, "[label]: url".
 _REF_LINK = re.compile(r"(?<![\\!\]A-Za-z0-9_])\[((?:[^\[\]\\\n]|\\.)+)\]\[((?:[^\[\]\\\n]|\\.)*)\]")
 _REF_DEF = re.compile(r"^[ \t]{0,3}\[((?:[^\[\]\\\n]|\\.)+)\]:", re.M)
+_MD_IN_HTML = re.compile(r"<[A-Za-z][\w-]*[^<>]*\smarkdown\s*=", re.I)  # md_in_html: markdown="1|span|block"
 # A code span: a whole run of backticks, text, the same run (each run tried once: no backtracking over runs).
-_MD_IN_HTML = re.compile(r"<[A-Za-z][\w-]*[^<>]*\smarkdown\s*=", re.I)
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"
 _VERSION_OR_DATE = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-.]?[a-z]+\d*)?(?![\w.])|\b\d{4}-\d{2}-\d{2}\b"
@@ -118,6 +118,7 @@ def _prepare(text: str) -> str:
     fence: str | None = None
     directive: int | None = None  # the indent of a generator directive whose indented options are being dropped
     tabs: list[int] = []  # the indents of the content-tab markers whose bodies are being dedented
+    prose: list[str] = []  # the lines written outside fenced code, where reference links are looked for
     for line in text.split("\n"):
         indent = len(line) - len(line.lstrip(" \t"))
         if line.strip() and fence is None:
@@ -147,6 +148,7 @@ def _prepare(text: str) -> str:
         if block:  # a generic block's marker: its title stays as a line of text, its options go
             title = (block.group(1) or "").strip()
             out += ["", " " * (indent - cut) + title, ""] if title else [""]  # in its container (a list item)
+            prose.append(title)
             if line.strip().strip("/"):
                 directive = len(line) - len(line.lstrip(" \t"))  # its options are indented under it
             continue
@@ -157,29 +159,20 @@ def _prepare(text: str) -> str:
             label = _ICON.sub("", tab.group(2)).strip()
             out.append(" " * (indent - cut) + label if label else "")
             out.append("")
+            prose.append(label)
             continue
         if _HEADING_LINE.match(line):
             line = _HEADING_ATTRS.sub("", line)
         out.append(line)
-    text = "\n".join(out)
-    return text + _missing_definitions(text)
-
-
-def _missing_definitions(text: str) -> str:
-    """Definitions for the reference links the page uses but does not define, so that the parser reads them as
-    links (their text) and not as bracketed markup. Only labels holding a letter count ("x[0][1]" is an index),
-    and fenced code and code spans are not read (a definition changes nothing inside code)."""
-    prose, fence = [], None
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if fence is not None:
-            if _closes(m, line, fence):
-                fence = None
-            continue
-        if m:
-            fence = m.group(1)
-            continue
         prose.append(line)  # indented lines too: list items and admonition bodies are indented prose
+    return "\n".join(out) + _missing_definitions(prose, fence)
+
+
+def _missing_definitions(prose: list[str], fence: str | None) -> str:
+    """Definitions for the reference links the page's ``prose`` lines (those outside fenced code) use but do not
+    define, so that the parser reads them as links (their text) and not as bracketed markup. Only labels holding
+    a letter count ("x[0][1]" is an index), and code spans are not read (a definition changes nothing inside
+    code). ``fence``: the fence the page leaves open, closed before the definitions."""
     body = "\n".join(prose)
     # code spans masked where links are looked for (positions kept: a label is read from the text itself)
     masked = _CODE_SPAN.sub(lambda m: "\0" * len(m.group(0)), body)
@@ -310,8 +303,7 @@ class _Writer:
         return re.sub(r"[ \t]{2,}", " ", text).strip(" \t")
 
     def _inline_markdown(self, text: str) -> str:
-        tree = SyntaxTreeNode(_MD.parseInline(text))
-        return " ".join(self.inline(c) for c in tree.children if c.type == "inline").strip()
+        return self._inline_of(SyntaxTreeNode(_MD.parseInline(text)))
 
     def _inline_of(self, node: SyntaxTreeNode) -> str:
         return " ".join(self.inline(c) for c in node.children if c.type == "inline").strip()

@@ -35,7 +35,12 @@ def document_title(doc: Document) -> str | None:
     meta = doc.metadata.get("title")
     if isinstance(meta, str) and _clean(meta):
         return _clean(meta)
-    m = _HEADING.match(doc.text)
+    return heading_title(doc.text)
+
+
+def heading_title(text: str) -> str | None:
+    """The title a ``# `` heading on ``text``'s first non-blank line gives it."""
+    m = _HEADING.match(text)
     return _clean(m.group(1)) if m else None
 
 

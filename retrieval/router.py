@@ -83,6 +83,11 @@ def long_enough(key: str) -> bool:
     return len(key) >= 3 or word_count(key) >= 2
 
 
+def _key(name: str, kind: str) -> str:
+    """A name's key in the lexicon: :func:`normalize_name`, CJK characters closed up (:func:`spans.closed`)."""
+    return spans.closed(normalize_name(name, kind))
+
+
 class EntityLexicon:
     """Normalized entity names known to the index, with how many chunks mention each."""
 
@@ -90,7 +95,7 @@ class EntityLexicon:
         self.total_chunks = max(1, total_chunks)
         self.by_key: dict[str, KnownEntity] = {}
         for e in entities:
-            key = spans.closed(normalize_name(e.name, e.type))
+            key = _key(e.name, e.type)
             if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
                 self.by_key[key] = e
         self.max_words = max((word_count(k) for k in self.by_key), default=1)
@@ -114,9 +119,8 @@ class EntityLexicon:
             for n in range(min(self.max_words, len(words) - i), 0, -1):
                 span = spans.join(words[i:i + n])
                 hit = next((h for form in forms(span, language)
-                            for h in (self.by_key.get(spans.closed(normalize_name(form, "name"))),
-                                      self.by_key.get(spans.closed(normalize_name(form, "identifier")))) if h),
-                           None)
+                            for h in (self.by_key.get(_key(form, "name")), self.by_key.get(_key(form, "identifier")))
+                            if h), None)
                 if hit:
                     found.setdefault(hit.name, (as_written(span), hit))
                     i += n - 1
