@@ -16,8 +16,9 @@ import numpy as np
 
 from answers.reader import Reader, Reading
 from answers.units import Unit
-from retrieval.index import ChunkIndex, Hit
-from retrieval.router import RouteDecision
+from retrieval.hits import Hit
+from retrieval.index import ChunkIndex
+from routing.router import RouteDecision
 
 
 @dataclass(frozen=True, slots=True)

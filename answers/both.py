@@ -16,7 +16,7 @@ from core.records import Report
 from answers.answer import Answer, local_answer
 from answers.global_answer import global_answer
 from retrieval.index import ChunkIndex
-from retrieval.router import RouteDecision
+from routing.router import RouteDecision
 
 LOCAL_LABEL = "From the most relevant passages (local search):"
 GLOBAL_LABEL = "From the community reports (the corpus as a whole):"

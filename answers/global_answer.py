@@ -29,7 +29,7 @@ from core.records import Report
 from core.text import shapes, spans
 from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex
-from retrieval.router import RouteDecision
+from routing.router import RouteDecision
 from retrieval.tokenize import Tokenizer
 
 NAMES_ABSENT_COVER = 0.5  # a chunk this close in meaning covers a question whose names all occur nowhere

@@ -13,12 +13,12 @@ from typing import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
+from core.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
 from prompts import load_prompt
 from answers.answer import Answer, Citation
 from answers.global_answer import map_reports, pick_level
 from retrieval.index import ChunkIndex
-from retrieval.router import RouteDecision
+from routing.router import RouteDecision
 from core.records import Report
 
 
@@ -64,36 +64,11 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
 
     with ThreadPoolExecutor(max_workers=client.settings.max_concurrency) as pool:
         mapped = [pt for pts in pool.map(map_one, [by_id[i] for i in ranked_ids]) for pt in pts]
-    mapped.sort(key=lambda t: (-t[0], t[2].community_id))
-    lines, used, cited_reports = [], 0, []
-    for score, text, report in mapped:
-        line = f"- {text} [report {report.community_id}; chunks {', '.join(report.chunk_ids[:3])}]"
-        cost = estimate_tokens(line)
-        if used + cost > token_budget:
-            break
-        lines.append(line)
-        used += cost
-        cited_reports.append(report)
+    lines, cited_reports = _within_budget(mapped, token_budget)
     if not lines:
         return Answer(question, route, "llm", "The community reports hold nothing that answers this question.", ())
     messages = [{"role": "user", "content": reduce_prompt.render(question=question, points="\n".join(lines))}]
-    sent: list[str] = []
-    try:
-        if on_delta is None:
-            text = client.complete("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS).strip()
-        else:
-            for delta in client.stream("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS):
-                if not sent:
-                    delta = delta.lstrip()
-                sent.append(delta)
-                if delta:
-                    on_delta(delta)
-            text = "".join(sent).strip()
-    except LLMError as exc:
-        failed = "The reduce step failed (" + str(exc) + "); the gathered points were:\n" + "\n".join(lines)
-        if on_delta is not None:
-            on_delta(("\n\n" if sent else "") + failed)
-        text = ("".join(sent).strip() + "\n\n" if sent else "") + failed
+    text = _reduce(client, messages, lines, on_delta)
     cites: dict[str, Citation] = {}
     for r in cited_reports:
         for cid in r.chunk_ids[:3]:
@@ -101,3 +76,41 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
             cites.setdefault(cid, Citation(cid, index.rows[row].source if row is not None else ""))
     return Answer(question, route, "llm", text, tuple(cites.values()),
                   tuple(dict.fromkeys(r.community_id for r in cited_reports)))
+
+
+def _within_budget(mapped: list[tuple[float, str, Report]], token_budget: int) -> tuple[list[str], list[Report]]:
+    """The mapped points best first, as lines citing their report and its first chunks, as many as fit
+    ``token_budget``, and the reports they come from."""
+    mapped = sorted(mapped, key=lambda t: (-t[0], t[2].community_id))
+    lines, used, cited_reports = [], 0, []
+    for _score, text, report in mapped:
+        line = f"- {text} [report {report.community_id}; chunks {', '.join(report.chunk_ids[:3])}]"
+        cost = estimate_tokens(line)
+        if used + cost > token_budget:
+            break
+        lines.append(line)
+        used += cost
+        cited_reports.append(report)
+    return lines, cited_reports
+
+
+def _reduce(client: LLMClient, messages: list[dict[str, str]], lines: list[str],
+            on_delta: Callable[[str], None] | None) -> str:
+    """The reduce step's answer, streamed to ``on_delta`` when given; when the step fails, the gathered points
+    follow what was written (and are streamed too)."""
+    sent: list[str] = []
+    try:
+        if on_delta is None:
+            return client.complete("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS).strip()
+        for delta in client.stream("global_reduce", messages, max_tokens=ANSWER_MAX_TOKENS):
+            if not sent:
+                delta = delta.lstrip()
+            sent.append(delta)
+            if delta:
+                on_delta(delta)
+        return "".join(sent).strip()
+    except LLMError as exc:
+        failed = "The reduce step failed (" + str(exc) + "); the gathered points were:\n" + "\n".join(lines)
+        if on_delta is not None:
+            on_delta(("\n\n" if sent else "") + failed)
+        return ("".join(sent).strip() + "\n\n" if sent else "") + failed

@@ -21,13 +21,13 @@ from typing import Any, Callable, Literal, Sequence
 
 from pydantic import BaseModel, Field, create_model
 
-from extraction.llm_client import LLMClient, LLMError, estimate_tokens, parse_json_object
+from core.llm_client import LLMClient, LLMError, estimate_tokens, parse_json_object
 from prompts import load_prompt
 from answers.answer import Answer, Citation, answer_from, read_hits, source_of
 from answers.reader import Reader
 from answers.units import Unit
 from retrieval.index import ChunkIndex
-from retrieval.router import RouteDecision
+from routing.router import RouteDecision
 
 ANSWER_MAX_TOKENS = 400  # 150 words and their citations; a runaway answer is cut here
 PASSAGE_TOKENS = 2000  # the passages shown to the LLM, best first

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -219,73 +219,89 @@ def read_as(unit: Unit) -> str:
 def signals(q: Question, pool: Pool, corpus: Corpus, unit_vectors: np.ndarray | None) -> np.ndarray:
     """The signal matrix of the pool's candidates (one row each, columns :data:`FEATURES`)."""
     cands = pool.candidates
-    n = len(cands)
-    x = np.zeros((n, len(FEATURES)))
-    if not n:
+    x = np.zeros((len(cands), len(FEATURES)))
+    if not cands:
         return x
-    col = {name: i for i, name in enumerate(FEATURES)}
     unit_terms = [set(corpus.terms(read_as(c.unit), q.language)) for c in cands]
     passage_terms = [set(corpus.terms(p.text, q.language)) for p in pool.passages]
     lex = np.array([share(q, t) for t in unit_terms])
     by_passage: dict[tuple[int, int], int] = {(c.passage, c.order): i for i, c in enumerate(cands)}
-    asked = set(q.terms)
-    term_cache: dict[str, set[str]] = {}
+    named = _Names(corpus, q.language)
+    asked, numerals_q = set(q.terms), {fold(v) for v in shapes.numerals(q.text)}
+    for i, c in enumerate(cands):
+        row, terms, around = x[i], unit_terms[i], passage_terms[c.passage]
+        prev, nxt = by_passage.get((c.passage, c.order - 1)), by_passage.get((c.passage, c.order + 1))
+        row[_COL["lex"]] = lex[i]
+        row[_COL["subject"]] = share(q, set(corpus.terms(c.unit.text, q.language)[:SUBJECT_TERMS]))
+        row[_COL["prev_lex"]] = lex[prev] if prev is not None else 0.0
+        row[_COL["next_lex"]] = lex[nxt] if nxt is not None else 0.0
+        row[_COL["passage_lex"]] = share(q, around)
+        row[_COL["unit_missing"]] = _missing(q, terms)
+        row[_COL["passage_missing"]] = _missing(q, around)
+        _entity_signals(row, q, named, terms, around)
+        _place_signals(row, c, pool.passages[c.passage])
+        _shape_signals(row, q, c.unit, terms, asked, numerals_q)
+    x[:, _COL["lex_gap"]] = lex - lex.max()
+    if unit_vectors is not None and q.vector is not None and len(unit_vectors) == len(cands):
+        dense = unit_vectors @ np.asarray(q.vector, np.float32)
+        x[:, _COL["dense"]] = dense
+        x[:, _COL["dense_gap"]] = dense - dense.max()
+    return cross_kinds(x, q.kinds)
 
-    def terms_of(text: str) -> set[str]:
-        found = term_cache.get(text)
-        if found is None:
-            found = term_cache[text] = set(corpus.terms(text, q.language))
-        return found
 
-    def named(terms: set[str], name: str) -> bool:
-        want = terms_of(name)
+_COL = {name: i for i, name in enumerate(FEATURES)}
+
+
+class _Names:
+    """Whether a set of terms holds a name: all of the name's terms (each name's terms found once)."""
+
+    def __init__(self, corpus: Corpus, language: str) -> None:
+        self.corpus, self.language = corpus, language
+        self.cache: dict[str, set[str]] = {}
+
+    def __call__(self, terms: set[str], name: str) -> bool:
+        want = self.cache.get(name)
+        if want is None:
+            want = self.cache[name] = set(self.corpus.terms(name, self.language))
         return bool(want) and want <= terms
 
-    numerals_q = {fold(v) for v in shapes.numerals(q.text)}
-    for i, c in enumerate(cands):
-        u, p = c.unit, pool.passages[c.passage]
-        row = x[i]
-        row[col["lex"]] = lex[i]
-        first = corpus.terms(u.text, q.language)[:SUBJECT_TERMS]
-        row[col["subject"]] = share(q, set(first))
-        prev, nxt = by_passage.get((c.passage, c.order - 1)), by_passage.get((c.passage, c.order + 1))
-        row[col["prev_lex"]] = lex[prev] if prev is not None else 0.0
-        row[col["next_lex"]] = lex[nxt] if nxt is not None else 0.0
-        row[col["passage_lex"]] = share(q, passage_terms[c.passage])
-        row[col["unit_missing"]] = _missing(q, unit_terms[i])
-        row[col["passage_missing"]] = _missing(q, passage_terms[c.passage])
-        if q.entities:
-            inside = sum(named(unit_terms[i], e) for e in q.entities)
-            row[col["entities"]] = inside / len(q.entities)
-            row[col["entity_pair"]] = float(inside >= 2)
-            row[col["entities_passage"]] = sum(named(passage_terms[c.passage], e) for e in q.entities) / len(q.entities)
-        if q.neighbours:
-            row[col["neighbours"]] = float(any(named(unit_terms[i], e) for e in q.neighbours))
-            row[col["neighbours_passage"]] = float(any(named(passage_terms[c.passage], e) for e in q.neighbours))
-        row[col["rank"]] = 1.0 / (1.0 + p.rank)
-        row[col["top_passage"]] = float(p.rank == 0)
-        row[col["passage_score"]] = p.score
-        row[col["graph"]] = 1.0 / (1.0 + p.graph_rank) if p.graph_rank else 0.0
-        row[col["named_page"]] = float(p.named)
-        row[col["hop_target"]] = float(p.hop_target)
-        row[col["hop_source"]] = float(p.hop_source)
-        row[col["position"]] = c.order / max(1, c.count - 1) if c.count > 1 else 0.0
-        row[col["first_unit"]] = float(c.order == 0)
-        if u.kind != "sentence":
-            row[col[u.kind]] = 1.0
-        row[col["length"]] = math.log1p(len(u.text))
-        t = unit_terms[i]
-        row[col["novelty"]] = len(t - asked) / len(t) if t else 0.0
-        row[col["numeral_new"]] = float(any(fold(v) not in numerals_q for v in shapes.numerals(u.text)))
-        row[col["name_new"]] = float(bool(shapes.new_values(shapes.names(u.text), q.text)))
-        row[col["path_new"]] = float(bool(shapes.new_values(shapes.paths(u.text) | shapes.code_spans(u.text),
-                                                            q.text)))
-    x[:, col["lex_gap"]] = lex - lex.max()
-    if unit_vectors is not None and q.vector is not None and len(unit_vectors) == n:
-        dense = unit_vectors @ np.asarray(q.vector, np.float32)
-        x[:, col["dense"]] = dense
-        x[:, col["dense_gap"]] = dense - dense.max()
-    return cross_kinds(x, q.kinds)
+
+def _entity_signals(row: np.ndarray, q: Question, named: _Names, terms: set[str], around: set[str]) -> None:
+    """The question's entities in the unit and in its passage, and their graph neighbours."""
+    if q.entities:
+        inside = sum(named(terms, e) for e in q.entities)
+        row[_COL["entities"]] = inside / len(q.entities)
+        row[_COL["entity_pair"]] = float(inside >= 2)
+        row[_COL["entities_passage"]] = sum(named(around, e) for e in q.entities) / len(q.entities)
+    if q.neighbours:
+        row[_COL["neighbours"]] = float(any(named(terms, e) for e in q.neighbours))
+        row[_COL["neighbours_passage"]] = float(any(named(around, e) for e in q.neighbours))
+
+
+def _place_signals(row: np.ndarray, c: Candidate, p: Passage) -> None:
+    """Where the search put the unit's passage, and where the unit stands in it."""
+    row[_COL["rank"]] = 1.0 / (1.0 + p.rank)
+    row[_COL["top_passage"]] = float(p.rank == 0)
+    row[_COL["passage_score"]] = p.score
+    row[_COL["graph"]] = 1.0 / (1.0 + p.graph_rank) if p.graph_rank else 0.0
+    row[_COL["named_page"]] = float(p.named)
+    row[_COL["hop_target"]] = float(p.hop_target)
+    row[_COL["hop_source"]] = float(p.hop_source)
+    row[_COL["position"]] = c.order / max(1, c.count - 1) if c.count > 1 else 0.0
+    row[_COL["first_unit"]] = float(c.order == 0)
+
+
+def _shape_signals(row: np.ndarray, q: Question, u: Unit, terms: set[str], asked: set[str],
+                   numerals_q: set[str]) -> None:
+    """The unit's kind and length, how much it says beyond the question, and the values it brings that the question
+    does not hold (numerals, names, paths and code)."""
+    if u.kind != "sentence":
+        row[_COL[u.kind]] = 1.0
+    row[_COL["length"]] = math.log1p(len(u.text))
+    row[_COL["novelty"]] = len(terms - asked) / len(terms) if terms else 0.0
+    row[_COL["numeral_new"]] = float(any(fold(v) not in numerals_q for v in shapes.numerals(u.text)))
+    row[_COL["name_new"]] = float(bool(shapes.new_values(shapes.names(u.text), q.text)))
+    row[_COL["path_new"]] = float(bool(shapes.new_values(shapes.paths(u.text) | shapes.code_spans(u.text), q.text)))
 
 
 def cross_kinds(x: np.ndarray, kinds: np.ndarray) -> np.ndarray:

@@ -179,7 +179,7 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     from extraction.resolution import resolve
     from retrieval.graph_walk import walk_for_index
     from retrieval.index import ChunkIndex
-    from retrieval.router import EntityLexicon, KnownEntity
+    from retrieval.lexicon import EntityLexicon, KnownEntity
     from retrieval.vector_cache import VectorCache
 
     chunks = []

@@ -183,7 +183,7 @@ def answer_all(corpus: Corpus, reader: Any, embedder: str | None, show: int) -> 
     from answers.answer import local_answer
     from bench.multihop import bench_settings, ensure_index
     from retrieval.bm25 import BM25Index
-    from retrieval.router import forced
+    from routing.router import forced
     from strata.engine import Engine
 
     ensure_index(corpus.corpus_file, corpus.folder, False, embedder)

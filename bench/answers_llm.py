@@ -26,8 +26,8 @@ from core.settings import LLMSettings
 
 from answers.answer import Answer, answer_from, read_hits
 from answers.llm_local import PASSAGE_TOKENS, llm_local_answer, passages_block
-from extraction.llm_client import LLMClient
-from retrieval.router import forced
+from core.llm_client import LLMClient
+from routing.router import forced
 
 _IDS = re.compile(r"\[[^\[\]\n]{1,400}\]")
 

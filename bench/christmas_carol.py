@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from extraction.resolution import normalize_name
+from core.text.keys import normalize_name
 from strata.pipeline import index_folder
 from core.settings import StrataSettings
 from core.store import open_store

@@ -539,7 +539,7 @@ def _old_drift(ws: Path, gen1: Path) -> None:
 def _llm_cache(ws: Path, damage: Callable[[Path], None]) -> None:
     """An LLM response cache with answers in it, damaged, then opened (as an LLM-mode run opens it): it must be
     set aside with a warning and work empty."""
-    from extraction.llm_client import ResponseCache
+    from core.llm_client import ResponseCache
 
     path = ws / "llm_cache.sqlite"
     cache = ResponseCache(path)

@@ -35,7 +35,8 @@ from retrieval.bm25 import BM25Index
 from retrieval.entity_vectors import EntityVectors, with_ann
 from retrieval.graph_walk import walk_for_index
 from retrieval.filters import ColumnIndex, parse_filter
-from retrieval.index import ChunkIndex, DenseEngine, IndexedChunk, SparseEngine
+from retrieval.hits import DenseEngine, IndexedChunk, SparseEngine
+from retrieval.index import ChunkIndex
 from retrieval.vectors import VectorIndex
 from core.settings import ComputeSettings, RetrievalSettings
 from core.threads import configure

@@ -35,7 +35,7 @@ from extraction.estimate import estimate_documents
 from extraction.llm_context import fit_to_context
 from extraction.llm_extractor import output_budget
 from extraction.loader import load_folder
-from extraction.resolution import normalize_name
+from core.text.keys import normalize_name
 from bench.llm_records import bad_answers
 from prompts import PROMPTS_DIR
 from strata.pipeline import index_folder

@@ -16,7 +16,7 @@ from pathlib import Path
 from communities.llm_reports import REPORT_MAX_TOKENS, _Report
 from extraction.descriptions import MERGE_MAX_TOKENS, _Merged
 from extraction.llm_extractor import _Payload
-from extraction.structured import parse_strict
+from core.structured import parse_strict
 
 SCHEMAS = ((_Payload, "extraction schema"), (_Merged, "merge schema"), (_Report, "report schema"))
 

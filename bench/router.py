@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 from core.settings import StrataSettings
-from retrieval.router import Router
-from retrieval.router_model import GENERIC_CUES
-from retrieval.router_train import cue_peer, is_dev
+from routing.router import Router
+from routing.model import GENERIC_CUES
+from routing.train import cue_peer, is_dev
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

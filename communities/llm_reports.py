@@ -15,13 +15,13 @@ from pydantic import BaseModel, Field
 
 from communities.context import CommunityContext, fingerprint
 from communities.reports import ExtractiveReportWriter, now_iso
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
+from core.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from prompts import load_prompt
 from core.records import Chunk, Finding, Report
 from core.settings import CommunitySettings
 
 
-# Length bounds a grammar-compiling endpoint enforces (extraction.structured.wire_schema), within
+# Length bounds a grammar-compiling endpoint enforces (core.structured.wire_schema), within
 # REPORT_MAX_TOKENS: no string or list can run on without end.
 class _Finding(BaseModel):
     summary: str = Field(..., json_schema_extra={"maxLength": 200})

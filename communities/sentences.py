@@ -21,7 +21,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from extraction.chunking import chunk_id as first_chunk_id
-from extraction.offline import COMMON_WORDS, split_sentences
+from core.text.names import COMMON_WORDS
+from extraction.offline import split_sentences
 
 
 @dataclass(frozen=True, slots=True)

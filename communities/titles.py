@@ -1,7 +1,7 @@
 """Community titles in words: the main entities and what they do, and never two communities with one title.
 
 :func:`extractive_title` names a community offline from its graph: its most connected members whose names are
-words (not junk by :mod:`extraction.junk`, and made of word tokens), and what links them, taken from the
+words (not junk by :mod:`core.text.junk`, and made of word tokens), and what links them, taken from the
 description of the strongest relation among its leading members when that description is a short clause naming
 both and saying something of them ("billing-service depends on Redis", "Cratchits hustled Tiny Tim"), the most
 central pair first. Without such a clause it names the leading members ("Scrooge with Bob Cratchit and Fred").
@@ -30,7 +30,7 @@ from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from core.records import Entity, Relation, Report
 from core.text.glue import ENGLISH, OTHER, Glue, glue_for
-from extraction.junk import FUNCTION_WORDS, junk_reason
+from core.text.junk import FUNCTION_WORDS, junk_reason
 
 MAX_TITLE_WORDS = 14
 MAX_CLAUSE_WORDS = 10  # a longer span is a sentence read out, not a title

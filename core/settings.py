@@ -224,7 +224,7 @@ class RetrievalSettings(BaseModel):
         0.89, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
                                       "community reports) and an LLM, when configured, is asked to classify; the "
                                       "default keeps the both-sides share at or below 9% of the router's training "
-                                      "split, out of fold (python -m retrieval.router_train)")
+                                      "split, out of fold (python -m routing.train)")
 
 
 class ServerSettings(BaseModel):

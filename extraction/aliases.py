@@ -120,7 +120,7 @@ def _same_form(a: str, b: str) -> bool:
 
 def alias_merges(extractions: Sequence[ChunkExtraction]) -> list[AliasMerge]:
     """Every merge the extractions support, by document then alias."""
-    from extraction.resolution import normalize_name
+    from core.text.keys import normalize_name
 
     key_of = {(m.name, m.type): normalize_name(m.name, m.type) for ex in extractions for m in ex.entities}
     return [AliasMerge(doc, alias, canonical)

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure
+from core.llm_client import LLMClient, LLMError, ParseFailure
 from prompts import load_prompt
 from core.records import Entity
 from core.settings import StrataSettings

@@ -15,7 +15,7 @@ from extraction.chunking import chunk_document
 from extraction.genre import entity_types_for
 from extraction.llm_context import fit_to_context
 from extraction.llm_extractor import parse_example
-from extraction.llm_client import estimate_tokens
+from core.llm_client import estimate_tokens
 from prompts import load_prompt
 from core.records import Chunk, Document
 from core.settings import StrataSettings
@@ -45,7 +45,7 @@ def _merges(chunks: Sequence[Chunk], settings: StrataSettings) -> list[int]:
     by the LLM. Which entities recur is read from the offline extractor over the same chunks (free and
     deterministic; the LLM finds more entities, but the recurring ones are mostly the same names)."""
     from extraction.offline import OfflineExtractor
-    from extraction.resolution import normalize_name
+    from core.text.keys import normalize_name
 
     seen: dict[str, set[str]] = {}
     for ex in OfflineExtractor(settings.extraction).extract(chunks).extractions:

@@ -120,8 +120,8 @@ def rules_version() -> str:
 
 def probe_digest() -> str:
     """The digest itself: the offline extractor's output on the probe, and its rule data."""
-    from core.text import cjk, sentences
-    from extraction import junk, offline
+    from core.text import cjk, junk, names, sentences
+    from extraction import offline
     from extraction.chunking import chunk_documents
     from extraction.loader import document_from_text
     from extraction.probe import PROBE
@@ -138,7 +138,7 @@ def probe_digest() -> str:
         "extractions": [[[[e.name, e.type, e.description] for e in x.entities],
                          [[r.source, r.target, r.description] for r in x.relations]] for x in result.extractions],
     }
-    rules = {name: sorted(getattr(module, name)) for module in (junk, offline) for name in dir(module)
+    rules = {name: sorted(getattr(module, name)) for module in (junk, names, offline) for name in dir(module)
              if name.isupper() and isinstance(getattr(module, name), (frozenset, set, tuple, list))
              and all(isinstance(v, str) for v in getattr(module, name))}
     rules["abbreviations"] = {k: [sorted(t) for t in v] for k, v in sentences._TABLES.items()}

@@ -19,14 +19,14 @@ from pydantic import BaseModel, Field, create_model, field_validator
 
 from extraction.ledger import ChunkFailure
 from extraction.genre import entity_types_for
-from extraction.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
+from core.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens, parse_json_object
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from prompts import PromptError, load_prompt
 from core.records import Chunk
 from core.settings import ExtractionSettings
 
 
-# Length bounds a grammar-compiling endpoint enforces (extraction.structured.wire_schema): a name, a type and a
+# Length bounds a grammar-compiling endpoint enforces (core.structured.wire_schema): a name, a type and a
 # description cannot run on without end. Validation keeps its own, looser limits for endpoints that ignore them.
 class _Entity(BaseModel):
     name: str = Field(..., min_length=1, max_length=300, json_schema_extra={"maxLength": 80})

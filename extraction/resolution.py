@@ -11,31 +11,13 @@ the longest form.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections import Counter, defaultdict
 from typing import Iterable
 
 from extraction.aliases import ALIAS_TYPES, document_of, merges_by_document
 from extraction.types import ChunkExtraction
 from core.records import Entity, Relation, stable_hash
-
-_NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
-
-
-def normalize_name(name: str, type_: str = "name") -> str:
-    key = unicodedata.normalize("NFKC", name).casefold().replace("’", "'")
-    key = re.sub(r"(?<=[^\W_])[_-]+(?=[^\W_])", " ", key)  # node_exporter, node-exporter: node exporter
-    key = re.sub(r"(?<=[^\W\d_])\.(?=\s)", "", key)  # "Mr. Scrooge": mr scrooge
-    key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}_-")
-    key = re.sub(r"'s$", "", key)
-    if type_.lower() in _NAME_TYPES:
-        key = re.sub(r"^(?:the|a|an) (?=\S)", "", key)  # "The Spirit" and "Spirit" are one entity
-    if type_.lower() in _NAME_TYPES and " " not in key[-4:]:
-        last = key.rsplit(" ", 1)[-1]
-        if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "os")) and last.isalpha():
-            key = key[:-1]
-    return key
+from core.text.keys import normalize_name
 
 
 def key_id(key: str) -> str:

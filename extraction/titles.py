@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from core.records import Chunk, Document
-from extraction.resolution import normalize_name
+from core.text.keys import normalize_name
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult
 
 MAX_TITLE_CHARS = 200  # longer "titles" are sentences, not names

@@ -1,1 +1,2 @@
-"""Retrieval: tokenization, BM25, embedders, the vector index, weighted RRF, the router and the answer paths."""
+"""Search: tokenization, BM25, the embedders and the vector index, metadata filters, weighted RRF, the entity
+lexicon and the personalized-PageRank graph walk."""

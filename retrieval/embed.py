@@ -7,11 +7,12 @@ weights, and L2 normalization. It captures spelling overlap, not meaning.
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -131,3 +132,17 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
                                timeout=llm.timeout_s, max_retries=llm.max_retries)
         return OpenAIEmbedder(client, embedding_model, embedding_dim)
     raise ValueError(f"unknown embedder {name!r} (expected auto, minilm, e5, bge-small, hashing, openai or none)")
+
+
+def embed_with_progress(embedder: Embedder, texts: list[str], on_progress: Callable[[int], None] | None) -> np.ndarray:
+    """``embedder``'s vectors of ``texts``, reporting progress as each of its batches finishes (an embedder that
+    takes no callback is given 16 texts at a time), so a long embedding shows its rate and an ETA."""
+    if on_progress is None:
+        return embedder.embed(texts)
+    if "on_progress" in inspect.signature(embedder.embed).parameters:
+        return embedder.embed(texts, on_progress=on_progress)  # type: ignore[call-arg]
+    parts = []
+    for start in range(0, len(texts), 16):
+        parts.append(embedder.embed(texts[start:start + 16]))
+        on_progress(len(parts[-1]))
+    return np.concatenate(parts) if parts else embedder.embed(texts)

@@ -14,13 +14,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from retrieval.fusion import weighted_rrf
-from retrieval.router import as_written
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +48,8 @@ def default_weight(link: Any, default: float, strong: float) -> float:
 @dataclass(frozen=True, slots=True)
 class WalkAhead:
     """A walk made while the dense list was still ranking (:func:`walk_ahead`): the question's link, made with
-    ``vector``, and the walk's rows, or None when they depend on the other lists' order (no entity linked, or
-    passages seed the walk)."""
+    ``vector``, and the walk's rows, or None when they depend on the other lists' order (no entity linked: the
+    other lists' top passages seed the walk)."""
 
     vector: np.ndarray | None
     link: Any
@@ -64,7 +63,7 @@ def walk_ahead(walk: Any, text: str, query_vector: np.ndarray | None, depth: int
     list ranks, so the graph list costs little more than the dense list's wait."""
     link = walk.link(text, query_vector)
     rows = None
-    if link.seeds and walk.params.passage_seed_share == 0:
+    if link.seeds:  # passages seed a walk only when no entity does
         rows = tuple(walk.rank(link, depth, mask, ()))
     return WalkAhead(query_vector, link, rows)
 
@@ -100,36 +99,3 @@ def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, f
         return list(fused), "rrf"
     both = weighted_rrf([(1.0, [row for row, _ in ranked]), (graph.weight, list(graph.rows))], k=rrf_k)
     return both, f"{ranking} fused with the graph walk (weighted rrf, graph {graph.weight:g})"
-
-
-def with_graph_seeds(decision: Any, index: Any, question: str) -> Any:
-    """``decision`` (a :class:`~retrieval.router.RouteDecision`) naming the entities the graph walk of a local
-    search for ``question`` starts from, which of them were linked by the question's vector, and, for a
-    generation published before entity vectors existed, that the walk links by names alone."""
-    link = index.graph_link(question)
-    reasons = list(decision.reasons)
-    # The entities it names, as the question writes them; an entity written otherwise in the index follows in
-    # brackets ("packages (--package)"): the normalized names matched, not the spelling.
-    spellings: dict[str, dict[str, None]] = {}
-    for s in link.seeds:
-        if s.by == "name":
-            spellings.setdefault(as_written(s.matched), {})[s.name] = None
-    named = []
-    for span, names in spellings.items():
-        others = [n for n in names if n.casefold() != span.casefold()]
-        named.append(f"{span} ({', '.join(others)})" if others else span)
-    close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
-    parts = []
-    if named:
-        parts.append("the entities it names: " + ", ".join(named[:5]))
-    if close:
-        parts.append("entities close to its meaning (linked by vector): " + ", ".join(close[:5]))
-    if parts:
-        reason = "the graph walk starts from " + "; ".join(parts)
-        if not named and default_weight(link, 1.0, index.settings.graph_vector_strong) == 0:
-            reason += " (too weak alone to give the graph list weight by default)"
-        reasons.append(reason)
-    if index.graph_walk is not None and index.graph_walk.entity_vectors is None and index.embeds_entities:
-        reasons.append("this generation holds no entity vectors (published by an older version): the graph walk "
-                       "links the question by entity names only")
-    return replace(decision, graph_seeds=link.names, graph_vector_seeds=link.by_vector, reasons=tuple(reasons))

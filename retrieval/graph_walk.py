@@ -13,11 +13,12 @@ with the question. The walk finds it the way HippoRAG 2 does:
   normalized names), weighted by how specific they are (inverse chunk frequency); beside them, the entities
   whose vectors (:mod:`retrieval.entity_vectors`) are closest to the question's, above a similarity threshold,
   weighted by specificity and similarity, so a question that names an entity in other words still seeds the
-  walk; optionally also the other lists' top passages (``WalkParams.passage_seed_share``, 0 by default);
+  walk; with no entity to seed from, a walk the caller asks for (an explicit ``graph_weight``) starts from
+  the other lists' top passages instead;
 - **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
 
 The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query spreads mass
-only from the nodes holding it (:meth:`GraphWalk.pagerank_sparse`) and finds its vector-linked entities by one
+only from the nodes holding it (:func:`retrieval.pagerank.pagerank_sparse`) and finds its vector-linked entities by one
 product, or by an HNSW graph for many entities (:meth:`GraphWalk.nearest`), so it needs no store and
 hot-reloads with the generation.
 """
@@ -25,8 +26,6 @@ hot-reloads with the generation.
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -37,25 +36,11 @@ from core.records import GraphSnapshot
 from core.text import spans
 from core.text.language import detect_language
 from core.text.lemma import forms
-from extraction.resolution import normalize_name
+from core.text.keys import walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
-from retrieval.router import EntityLexicon, KnownEntity
-
-_SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
-_NOT_WORD = re.compile(r"[^\w\s]+")
-
-
-def walk_key(name: str) -> str:
-    """A name's key for linking and synonyms: :func:`normalize_name` (case, articles, possessives, plurals),
-    accents dropped ("Aschenbrödel" = "Aschenbrodel"), underscores, hyphens and slashes as spaces and other
-    punctuation dropped, and between CJK characters no space or name joiner (:func:`core.text.spans.closed`)."""
-    key = normalize_name(unicodedata.normalize("NFKC", name), "name")
-    key = "".join(ch for ch in unicodedata.normalize("NFKD", key) if not unicodedata.combining(ch))
-    key = _SEPARATORS.sub(" ", key)
-    key = _NOT_WORD.sub("", key)
-    return spans.closed(" ".join(key.split()))
-
+from retrieval.lexicon import EntityLexicon, KnownEntity
+from retrieval.pagerank import pagerank_sparse
 
 @dataclass(frozen=True, slots=True)
 class Seed:
@@ -81,16 +66,14 @@ class WalkParams:
     prune: float = 1e-5  # mass below this at a node stops walking (pagerank_sparse). Against the exact walk
     # (prune 0), bench.multihop R@5 / all@8: MuSiQue 0.701 / 0.54 -> 0.712 / 0.56, HotpotQA 0.860 / 0.87 -> 0.860 / 0.88
     # (1e-6: 0.704 / 0.56 and 0.860 / 0.87): crumbs this small only shuffle the list's tail
-    passage_seed_share: float = 0.0  # the share of the reset mass on the other lists' top passages (0.3 and
-    # 0.6 ranked worse than 0 on both multi-hop dev sets, bench.multihop: the list then repeats the other two)
-    passage_seeds: int = 5
+    passage_seeds: int = 5  # a walk with no entity seed starts from the other lists' top passages (beside
+    # entity seeds they ranked worse on both multi-hop dev sets, bench.multihop: the list then repeats the other two)
     relation_weight: float = 0.5  # per supporting chunk, relative to a mention edge
     synonym_weight: float = 1.0
     max_entity_share: float = 0.1  # entities mentioned in more of the chunks than this seed nothing
     walked_only: bool = True  # rank a seeded passage by the mass the walk brings it, not its own reset mass
     vector_threshold: float = 0.5  # least cosine similarity of an entity's vector and the question's to seed
     vector_seeds: int = 3  # at most this many entities linked by vector
-    vector_fill: bool = False  # vector links fill up to vector_seeds seeds in all (fewer beside named entities)
     vector_weight: float = 0.4  # a vector seed's weight, relative to a name seed of the same specificity, at
     # similarity 1 (it weighs its similarity times this; retrieval.graph_vector_weight)
 
@@ -271,8 +254,7 @@ class GraphWalk:
                 continue
             seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
-            room = self.params.vector_seeds - (len(seeds) if self.params.vector_fill else 0)
-            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit, room)
+            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
 
@@ -336,72 +318,27 @@ class GraphWalk:
         return out
 
     # -- walking ----------------------------------------------------------------------------------------------
-    def pagerank(self, reset: np.ndarray, back: np.ndarray | None = None) -> np.ndarray:
-        """Personalized PageRank for the reset distribution ``reset`` (a dense vector over entities then rows,
-        summing to 1); mass at a node without edges goes to ``back`` (default: the seeds). See
-        :meth:`pagerank_sparse`."""
-        back = reset if back is None else back
-        r_idx, b_idx = np.flatnonzero(reset), np.flatnonzero(back)
-        return self.pagerank_sparse(r_idx, reset[r_idx], b_idx, back[b_idx])
-
     def pagerank_sparse(self, reset_idx: np.ndarray, reset_val: np.ndarray, back_idx: np.ndarray,
                         back_val: np.ndarray) -> np.ndarray:
-        """Personalized PageRank as its series, (1 - d) * sum over t of d^t * T^t * reset, summed over the nodes
-        the walk reaches only: each step spreads the mass still walking along the out-edges of the nodes that
-        hold it, and drops what falls below ``prune`` at a node (forward push with a threshold, as local
-        PageRank does). So a query costs the seeds' neighbourhood, not the graph: at 100k chunks the dense
-        power iteration took ~27 ms a question, this ~1-2 ms (bench.hybrid), with the same top chunks. It stops
-        when the mass still walking is below ``tolerance``; its result differs from the exact PageRank by at
-        most the mass dropped (bench.multihop prints the largest difference from igraph's)."""
-        d, p = self.params.damping, self.params
-        out = self.out_edges
-        indptr, indices, data = out.indptr, out.indices, out.data
-        n = self.n_entities + self.n_rows
-        x = np.zeros(n, dtype=np.float64)
-        r_idx, r_val = np.asarray(reset_idx, dtype=np.int64), np.asarray(reset_val, dtype=np.float64)
-        floor = p.prune / d
-        for _ in range(p.iterations):
-            x[r_idx] += (1.0 - d) * r_val
-            walking = float(r_val.sum())
-            if d * walking < p.tolerance:
-                break
-            starts = indptr[r_idx]
-            lens = indptr[r_idx + 1] - starts
-            total = int(lens.sum())
-            # The out-edges of the nodes that hold mass, as one flat gather.
-            offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
-            targets = indices[offsets].astype(np.int64, copy=False)
-            weights = data[offsets] * np.repeat(r_val, lens)
-            stuck = walking - float(weights.sum())  # at nodes without edges: back to ``back``
-            if stuck > 1e-15:
-                targets = np.concatenate([targets, back_idx])
-                weights = np.concatenate([weights, stuck * back_val])
-            if targets.size > n // 16:  # a wide front: one dense pass is cheaper than sorting
-                step = np.bincount(targets, weights=weights, minlength=n)
-                r_idx = np.flatnonzero(step > floor)
-                r_val = d * step[r_idx]
-            else:
-                r_idx, inverse = np.unique(targets, return_inverse=True)
-                step = np.bincount(inverse, weights=weights)
-                keep = step > floor
-                r_idx, r_val = r_idx[keep], d * step[keep]
-        return x
+        """Personalized PageRank over this graph (:func:`retrieval.pagerank.pagerank_sparse`), with its params."""
+        p = self.params
+        return pagerank_sparse(self.out_edges, self.n_entities + self.n_rows, reset_idx, reset_val, back_idx,
+                               back_val, p.damping, p.iterations, p.tolerance, p.prune)
 
     def rank(self, link: Link, depth: int, mask: np.ndarray | None,
              passages: Sequence[int] = ()) -> list[tuple[int, float]]:
         """The rows best reached from the seeds, (row, PageRank mass) best first, at most ``depth``, only rows
-        ``mask`` allows; ``passages``: rows to seed too (the other lists' top, best first)."""
+        ``mask`` allows; ``passages``: rows to seed instead when no entity seeds it (the other lists' top, best
+        first)."""
         n_e = self.n_entities
         ent = sum(s.weight for s in link.seeds)
-        pas = [r for r in passages[: self.params.passage_seeds] if 0 <= r < self.n_rows]
-        share = self.params.passage_seed_share if (pas and ent) else (1.0 if pas else 0.0)
         seed_mass: dict[int, float] = {}
         for s in link.seeds:
             j = self.position[s.entity_id]
-            seed_mass[j] = seed_mass.get(j, 0.0) + (1.0 - share) * s.weight / ent
+            seed_mass[j] = seed_mass.get(j, 0.0) + s.weight / ent
+        pas = [] if ent else [r for r in passages[: self.params.passage_seeds] if 0 <= r < self.n_rows]
         for rank, r in enumerate(pas, start=1):  # rank-discounted: the top passage is the surest
-            seed_mass[n_e + r] = seed_mass.get(n_e + r, 0.0) + (
-                share * (1.0 / rank) / sum(1.0 / k for k in range(1, len(pas) + 1)))
+            seed_mass[n_e + r] = seed_mass.get(n_e + r, 0.0) + (1.0 / rank) / sum(1.0 / k for k in range(1, len(pas) + 1))
         seed_mass = {j: m for j, m in seed_mass.items() if m > 0}
         if not seed_mass:
             return []

@@ -13,7 +13,7 @@ from strata.cli_common import EXIT_BAD_INPUT, EXIT_OK, CliError, err, load_setti
 
 
 def _engine(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from retrieval.index import IndexMismatchError
+    from retrieval.index_files import IndexMismatchError
     from strata.engine import Engine
     from strata.integrity import GenerationDamagedError
 

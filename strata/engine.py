@@ -22,9 +22,11 @@ from answers.answer import Answer, local_answer
 from answers.both import both_sides_answer
 from answers.global_answer import about_the_whole, global_answer, pick_level
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
-from retrieval.index import ChunkIndex, SearchOutcome
-from retrieval.graph_fusion import with_graph_seeds
-from retrieval.router import EntityLexicon, Route, Router, forced
+from retrieval.hits import SearchOutcome
+from retrieval.index import ChunkIndex
+from routing.router import with_graph_seeds
+from retrieval.lexicon import EntityLexicon
+from routing.router import Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
 from strata.integrity import GenerationDamagedError
 from strata.topics import whole_corpus_reports
@@ -32,7 +34,7 @@ from strata.stages import open_llm
 from strata.workspace import GenerationPaths, Lease, Workspace
 
 if TYPE_CHECKING:
-    from extraction.llm_client import LLMClient
+    from core.llm_client import LLMClient
 
 
 class NoIndexError(FileNotFoundError):
@@ -187,7 +189,7 @@ class Engine:
             decision = with_graph_seeds(decision, snap.index, question)
         if (self.mode == "llm" and snap.reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
-            from retrieval.router_llm import llm_route
+            from routing.llm import llm_route
 
             if self._client is None:
                 self._client = open_llm(self.settings)

@@ -26,8 +26,9 @@ from core.settings import StrataSettings
 from core.store.codec import report_from_row, report_row
 from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
+from retrieval.index_files import signature
 from retrieval.graph_walk import walk_for_index, walk_params
-from retrieval.router import EntityLexicon, KnownEntity
+from retrieval.lexicon import EntityLexicon, KnownEntity
 from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
@@ -71,7 +72,7 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
             for r in index.rows]
     graph = [(e.id, e.name, e.type, e.description, e.chunk_ids) for e in snapshot.entities]
     graph += [(r.id, r.source_id, r.target_id, r.description, r.chunk_ids) for r in snapshot.relations]
-    parts = [json.dumps(index._signature(), sort_keys=True), json.dumps(rows), json.dumps(graph),
+    parts = [json.dumps(signature(index), sort_keys=True), json.dumps(rows), json.dumps(graph),
              communities_to_json(communities)]
     if index.embeds_entities:  # a generation without entity vectors (an older version's) is republished
         parts.append(entity_vectors.RECIPE)
@@ -268,7 +269,7 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
 def _reading(paths: GenerationPaths, name: str) -> Iterator[None]:
     """Turn a file that cannot be parsed into a refusal naming it (a missing generation stays FileNotFoundError,
     settings that differ stay IndexMismatchError)."""
-    from retrieval.index import IndexMismatchError
+    from retrieval.index_files import IndexMismatchError
 
     try:
         yield
@@ -328,7 +329,8 @@ def open_index(ws: Workspace, settings: StrataSettings, fresh: bool = False) -> 
     """The published generation's chunk index to build the next one from, or an empty index (with the
     workspace's vector cache) when ``fresh``, when there is none, or when it was built with other settings (then
     every chunk is indexed again; vectors come from the cache)."""
-    from retrieval.index import CHUNK_TEXT, IndexMismatchError
+    from retrieval.chunk_text import CHUNK_TEXT
+    from retrieval.index_files import IndexMismatchError
     from retrieval.vector_cache import VectorCache
 
     cache = VectorCache(ws.root / "vectors.sqlite")

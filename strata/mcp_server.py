@@ -1,9 +1,9 @@
 """``strata mcp``: Strata as an agent's memory over the Model Context Protocol, on stdio or streamable HTTP.
 
 A thin layer of the official MCP SDK's low-level server over the tools of :mod:`strata.mcp_tools`, which use the
-engine ``strata serve`` uses: loaded once by :class:`strata.api.EngineHolder` (watching ``CURRENT``, so a reindex
+engine ``strata serve`` uses: loaded once by :class:`strata.workers.EngineHolder` (watching ``CURRENT``, so a reindex
 is served without a restart, and a first index published after start-up is picked up), with the API's limits
-(:class:`strata.api.WorkLimiter`: concurrent calls, search threads, timeouts). The low-level server is used
+(:class:`strata.workers.WorkLimiter`: concurrent calls, search threads, timeouts). The low-level server is used
 rather than the decorator one so that each tool's schema is its Strata model's (``search_memory`` takes the
 memory-query contract's request as it is) and each refusal is one line naming the argument, as an MCP tool error
 (``isError``) that leaves the session open.
@@ -38,7 +38,9 @@ from pydantic import BaseModel
 
 from core.settings import StrataSettings
 from retrieval.contract import MemoryQueryRequest
-from strata.api import ApiError, EngineHolder, GuardMiddleware, WorkLimiter
+from strata.api_errors import ApiError
+from strata.api_guard import GuardMiddleware
+from strata.workers import EngineHolder, WorkLimiter
 from strata.mcp_tools import (AskArgs, ChunkArgs, MemoryTools, RememberArgs, RouteArgs, ToolFailure, ToolSpec,
                               input_schema, output_schema, parse_args, tool_specs)
 

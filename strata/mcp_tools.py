@@ -2,7 +2,7 @@
 
 This is the MCP server's substance without the protocol: each tool is a typed argument model (its JSON schema is
 what the agent sees), a description an agent can act on, and a plain function over the engine that ``strata
-serve`` uses (:class:`strata.engine.Engine`, loaded and hot-reloaded by :class:`strata.api.EngineHolder`). Every
+serve`` uses (:class:`strata.engine.Engine`, loaded and hot-reloaded by :class:`strata.workers.EngineHolder`). Every
 refusal is a :class:`ToolFailure` with one line naming the problem; :mod:`strata.mcp_server` turns it into an MCP
 tool error (``isError``) and keeps the session open. Nothing here imports the MCP SDK, so the tools can be read
 and called without it.
@@ -30,7 +30,7 @@ from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, QueryTex
 from retrieval.filters import MetadataFilter, limit_errors, tidy_filter_error
 
 if TYPE_CHECKING:
-    from strata.api import EngineHolder
+    from strata.workers import EngineHolder
     from strata.engine import Engine
 
 Progress = Callable[[str], None]  # one line of progress for the caller (an MCP progress notification)
@@ -173,7 +173,7 @@ class MemoryTools:
         self._write_lock = threading.Lock()  # one note indexed at a time from this server
 
     def engine(self) -> "Engine":
-        from strata.api import ApiError
+        from strata.api_errors import ApiError
 
         try:
             return self.holder.get()

@@ -44,7 +44,7 @@ from strata.runmetrics import record_index_run, timed_stage
 from strata.workspace import RunLock, Workspace
 
 if TYPE_CHECKING:
-    from extraction.llm_client import LLMClient
+    from core.llm_client import LLMClient
     from strata.folders import FolderPlan
 
 # A progress callback: (stage name, units done now, total units or None).
@@ -104,7 +104,7 @@ def open_llm(settings: StrataSettings) -> "LLMClient | None":
     """The LLM client for LLM mode (with its response cache in the workspace), or None offline."""
     if settings.llm_mode != "llm":
         return None
-    from extraction.llm_client import LLMClient
+    from core.llm_client import LLMClient
 
     return LLMClient.from_settings(settings.llm, Path(settings.data_dir) / "llm_cache.sqlite")
 

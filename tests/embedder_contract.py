@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from core.settings import RetrievalSettings
+from retrieval.embed import embed_with_progress
 from retrieval.index import ChunkIndex
 
 TEXTS = [
@@ -60,9 +61,9 @@ class EmbedderContract:
         assert np.isfinite(v).all() and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-5)
 
     def test_progress_counts_every_text(self, embedder: Any) -> None:
-        # Through the index, as an index run embeds: the embedder's own callback, or 16 texts at a time.
+        # As an index run embeds: through the embedder's own callback, or 16 texts at a time.
         seen: list[int] = []
-        v = ChunkIndex(RetrievalSettings(), embedder=embedder)._embed_texts(TEXTS * 5, seen.append)
+        v = embed_with_progress(embedder, TEXTS * 5, seen.append)
         assert v.shape == (len(TEXTS) * 5, embedder.dim)
         assert sum(seen) == len(TEXTS) * 5 and all(n > 0 for n in seen)
 

@@ -288,7 +288,7 @@ def server() -> Iterator[FakeLLMServer]:
 def fresh_server(server: FakeLLMServer) -> Iterator[FakeLLMServer]:
     """The module's server with its script, faults and records reset, and the client's per-process memory of
     which response formats endpoints accept cleared, so each test starts from the same state."""
-    from extraction import llm_client
+    from core import llm_client
 
     server.reset()
     llm_client._KNOWN_FORMS.clear()

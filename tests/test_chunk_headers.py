@@ -9,7 +9,8 @@ from pathlib import Path
 from core.settings import StrataSettings
 from extraction.chunking import chunk_document
 from extraction.loader import load_folder
-from retrieval.index import ChunkIndex, chunk_header, indexed_text
+from retrieval.chunk_text import chunk_header, indexed_text
+from retrieval.index import ChunkIndex
 
 PAGE = """---
 title: quillon-lockfile

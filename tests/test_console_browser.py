@@ -28,7 +28,7 @@ import pytest
 
 from core.records import Community, Entity, Finding, GraphSnapshot, Relation, Report
 from core.settings import StrataSettings
-from retrieval.index import IndexedChunk
+from retrieval.hits import IndexedChunk
 from tests.conftest import ROOT
 
 ARTIFACTS = ROOT / "tests" / "artifacts"

@@ -9,11 +9,11 @@ from pathlib import Path
 from core.records import Document, Report
 from core.settings import ChunkingSettings
 from extraction.chunking import chunk_document
-from extraction.junk import junk_reason
+from core.text.junk import junk_reason
 from extraction.kinds import kind_of
 from extraction.loader import load_folder
 from extraction.markdown_text import normalize_markdown
-from extraction.offline import find_entities
+from core.text.names import find_entities
 from extraction.wordlike import WordModel
 
 PAGE = '''---

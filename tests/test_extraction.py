@@ -1,5 +1,7 @@
-from extraction.offline import OfflineExtractor, find_entities
-from extraction.resolution import normalize_name, resolve
+from core.text.names import find_entities
+from extraction.offline import OfflineExtractor
+from core.text.keys import normalize_name
+from extraction.resolution import resolve
 from extraction.types import ChunkExtraction, EntityMention, RelationMention
 from core.records import Chunk
 from core.settings import ExtractionSettings

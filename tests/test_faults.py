@@ -249,7 +249,7 @@ def test_a_damaged_vector_cache_is_set_aside_and_rebuilt(ws: Path, folder: Path,
 
 
 def test_a_damaged_llm_cache_is_set_aside(tmp_path: Path, caplog) -> None:
-    from extraction.llm_client import ResponseCache
+    from core.llm_client import ResponseCache
 
     path = tmp_path / "llm_cache.sqlite"
     cache = ResponseCache(path)

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from retrieval.contract import MemoryQueryRequest
 from retrieval.filters import MAX_FILTER_FIELDS, ColumnIndex, matches, parse_filter
-from strata.api import error_body
+from strata.api_errors import error_body
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,7 +10,7 @@ from communities.context import GraphIndex
 from communities.reports import ExtractiveReportWriter, write_reports
 from communities.sentences import lexrank, mmr, normalized, whole_sentences
 from communities.titles import made_of_words
-from extraction.junk import FUNCTION_WORDS
+from core.text.junk import FUNCTION_WORDS
 from core.records import Chunk, Community, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings, RetrievalSettings
 from core.store.codec import findings_from_json, findings_to_json
@@ -20,7 +20,7 @@ from core.settings import ExtractionSettings
 from answers.answer import local_answer
 from answers.global_answer import global_answer
 from retrieval.index import ChunkIndex
-from retrieval.router import forced
+from routing.router import forced
 
 import numpy as np
 
@@ -135,7 +135,7 @@ def test_global_answer_says_plainly_when_the_corpus_does_not_cover_the_question(
     """Forced global, with the router's reading kept: a specific question whose words the corpus never uses is
     declined, naming them; questions that read as about the collection as a whole are answered whatever they
     call it ("these notes", "the files"): no list of framing words decides it."""
-    from retrieval.router import Router
+    from routing.router import Router
 
     index, reports = built
     router = Router.for_index(index, None)

@@ -10,7 +10,7 @@ from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 from retrieval.graph_walk import walk_for_index
 from retrieval.index import ChunkIndex
-from retrieval.router import EntityLexicon, KnownEntity
+from retrieval.lexicon import EntityLexicon, KnownEntity
 
 
 def _chunk(doc: str, text: str) -> Chunk:

@@ -1,5 +1,5 @@
-"""Imports flow one way: core <- extraction <- communities <- retrieval <- answers <- strata <- flows (prompts depends on
-nothing), counting imports inside functions too; and inside core, the settings and the project file do not
+"""Imports flow one way: core <- extraction <- communities <- retrieval <- routing <- answers <- strata <- flows
+(prompts depends on nothing), counting imports inside functions too; and inside core, the settings and the project file do not
 import each other both ways."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-LAYER = {"core": 0, "prompts": 0, "extraction": 1, "communities": 2, "retrieval": 3, "answers": 4, "strata": 5,
-         "flows": 6}
+LAYER = {"core": 0, "prompts": 0, "extraction": 1, "communities": 2, "retrieval": 3, "routing": 4, "answers": 5,
+         "strata": 6, "flows": 7}
 
 
 def imported(path: Path) -> list[tuple[int, str]]:
@@ -41,3 +41,13 @@ def test_settings_and_project_file_one_way() -> None:
     assert "core.project_file" not in core_imports("settings.py")
     assert "core.settings" not in core_imports("project_source.py")
     assert "core.settings" in core_imports("project_file.py")  # the project file's renderer reads the model
+
+
+def test_the_question_path_reads_no_extraction_rule() -> None:
+    """Search, routing and answering share the text primitives they need with the extractor from core (name finding,
+    name keys, junk rules, the LLM client); only their training commands, which index corpora, import extraction."""
+    into = [f"{path.relative_to(ROOT)}:{line} imports {module}"
+            for package in ("retrieval", "routing", "answers") for path in sorted((ROOT / package).rglob("*.py"))
+            if path.name != "train.py"
+            for line, module in imported(path) if module.split(".")[0] == "extraction"]
+    assert not into, into

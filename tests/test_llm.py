@@ -8,7 +8,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from extraction.llm_client import LLMClient, LLMError, ResponseCache
+from core.llm_client import LLMClient, LLMError, ResponseCache
 from prompts import PromptError, load_prompt
 from strata.pipeline import index_folder
 from core.settings import LLMSettings, StrataSettings

@@ -14,7 +14,7 @@ import openai
 import pytest
 
 from core.settings import LLMSettings, StrataSettings
-from extraction.llm_client import LLMClient, ResponseCache
+from core.llm_client import LLMClient, ResponseCache
 from strata.pipeline import index_folder
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLMServer, server, fresh_server  # noqa: F401 (fixtures)

@@ -22,8 +22,8 @@ from core.settings import StrataSettings
 from core.store import open_store
 from extraction.llm_extractor import parse_example
 from prompts import load_prompt
-from retrieval.router import RouteDecision
-from retrieval.router_llm import llm_route
+from routing.router import RouteDecision
+from routing.llm import llm_route
 from strata.engine import Engine
 from strata.pipeline import index_folder
 from strata.stages import open_llm

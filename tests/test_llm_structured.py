@@ -16,10 +16,10 @@ from core.settings import LLMSettings, StrataSettings
 from core.store import open_store
 from extraction.estimate import estimate_documents
 from extraction.genre import PROSE_TYPES, TECHNICAL_TYPES, entity_types_for
-from extraction.llm_client import LLMClient, ParseFailure, ResponseCache
+from core.llm_client import LLMClient, ParseFailure, ResponseCache
 from extraction.llm_extractor import _Payload
 from extraction.loader import load_folder
-from extraction.structured import parse_json_object, wire_schema
+from core.structured import parse_json_object, wire_schema
 from prompts import load_prompt
 from strata.engine import Engine
 from strata.pipeline import index_folder
@@ -252,7 +252,7 @@ def test_llm_chunks_fit_the_context_window(server: FakeLLMServer, tmp_path: Path
 
 def _index_killed_after_answers(folder: str, settings: StrataSettings, after: int) -> None:
     """An index run killed (os._exit, as kill -9) the moment its ``after``-th answer has arrived."""
-    from extraction.llm_client import Usage
+    from core.llm_client import Usage
 
     arrived = []
     add = Usage.add

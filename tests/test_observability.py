@@ -464,7 +464,7 @@ def test_two_worker_processes_serve_one_sum_of_metrics_and_both_reload(tmp_path:
 def test_figures_of_a_killed_or_hung_worker_leave_the_scrape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker killed without closing leaves its files: the next scrape removes them (its in-flight gauge
     included); a worker that has not published for five intervals is left out until it does."""
-    import strata.telemetry as telemetry
+    import strata.serving_metrics as serving_metrics
 
     shared = tmp_path / "metrics"
     shared.mkdir()
@@ -482,8 +482,8 @@ def test_figures_of_a_killed_or_hung_worker_leave_the_scrape(tmp_path: Path, mon
     old = published(hung)
     os.utime(old, (time.time() - 60, time.time() - 60))
     fresh = published(hung + 1)
-    monkeypatch.setattr(telemetry, "_sibling", lambda pid: pid != gone.pid)
-    collector = telemetry.ServingCollector(lambda: None, None, tmp_path, str(shared), publish_s=1.0)
+    monkeypatch.setattr(serving_metrics, "_sibling", lambda pid: pid != gone.pid)
+    collector = serving_metrics.ServingCollector(lambda: None, None, tmp_path, str(shared), publish_s=1.0)
     pids = {s.labels.get("pid") for f in collector.collect() for s in f.samples if f.name == "strata_index_generation"}
     assert pids == {str(hung + 1)}
     assert not (shared / f"serving-{gone.pid}.prom").exists()

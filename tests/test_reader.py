@@ -70,7 +70,7 @@ def test_the_same_reader_serves_english_and_chinese_on_parallel_questions() -> N
     """XQuAD asks the same questions of the same paragraphs in English and Chinese: the reader's hit rate on the
     Chinese questions comes close to the English one (the graph and embedder are the same code for both)."""
     from answers.answer import local_answer
-    from retrieval.router import forced
+    from routing.router import forced
 
     hits = {}
     for lang in ("en", "zh"):
@@ -89,7 +89,7 @@ def test_the_same_reader_serves_english_and_chinese_on_parallel_questions() -> N
 
 def test_a_question_about_another_corpus_is_declined_naming_what_came_closest() -> None:
     from answers.answer import local_answer
-    from retrieval.router import forced
+    from routing.router import forced
 
     samples = Path(__file__).resolve().parents[1] / "samples" / "infra-notes"
     docs = [(p.stem, "", p.read_text(encoding="utf-8")) for p in sorted(samples.glob("*.md"))]

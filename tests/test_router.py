@@ -11,13 +11,14 @@ import openai
 import pytest
 
 from core.settings import LLMSettings, StrataSettings
-from extraction.llm_client import LLMClient, ResponseCache
+from core.llm_client import LLMClient, ResponseCache
 from retrieval import router_train as rt
 from answers.both import GLOBAL_LABEL, LOCAL_LABEL
 from retrieval.embed import minilm_available
-from retrieval.router import EntityLexicon, KnownEntity, Router, route_question
-from retrieval.router_llm import llm_route
-from retrieval.router_model import EVIDENCE_FEATURES, WEIGHTS_PATH, RouterWeights, gather_evidence
+from retrieval.lexicon import EntityLexicon, KnownEntity
+from routing.router import Router, route_question
+from routing.llm import llm_route
+from routing.model import EVIDENCE_FEATURES, WEIGHTS_PATH, RouterWeights, gather_evidence
 from tests.conftest import ROOT
 from tests.llm_server import FakeLLMServer, Fault, server  # noqa: F401 (fixtures)
 
@@ -274,7 +275,7 @@ def test_engine_asks_the_llm_only_when_unsure(indexed: StrataSettings, server: F
 def test_the_search_resumes_the_routed_question_to_the_same_embedding(router: Router) -> None:
     """Routing runs three encoder layers; the dense search's vector for the same text continues from there and
     equals the embedder's own vector, and the router's features are the third layer's mean."""
-    from retrieval.router_model import ROUTER_LAYER, QueryEmbeddings
+    from routing.model import ROUTER_LAYER, QueryEmbeddings
 
     inner = router.embedder.inner  # type: ignore[union-attr]
     q = QueryEmbeddings(inner)

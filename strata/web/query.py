@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from retrieval.contract import MemoryQueryRequest
-from retrieval.index import SearchOutcome
+from retrieval.hits import SearchOutcome
 from strata.web.markdown import plain_text
 
 

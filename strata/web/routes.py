@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from core.settings import StrataSettings
 from retrieval.contract import MemoryQueryRequest, UnicodeText
-from retrieval.index import SearchOutcome
+from retrieval.hits import SearchOutcome
 from strata.web.markdown import render_answer, render_markdown
 from strata.web.query import ExplainedQuery, explain
 from strata.web.view import (MAX_PAGE, ChunkView, CommunityDetail, CommunityTree, ConsoleView, DocumentView,
@@ -105,6 +105,26 @@ def console_router(views: ViewCache, settings: StrataSettings, run_search: Searc
     def neighbourhood(entity_id: str) -> NeighbourhoodView:
         return found(view().neighbourhood, entity_id)
 
+    _drift_page(router, settings)
+    return router
+
+
+def mount_console(app: FastAPI, engine_provider: Callable[[], QueryEngine], settings: StrataSettings,
+                  run_search: SearchRunner | None = None) -> None:
+    """Serve the console at ``/`` (assets under ``/console/``) and its read-only API under ``/v1``. The API
+    routes need the API key like every data route; the page and its assets hold no data and are open, so that
+    a browser can load them before the user enters a key."""
+    app.include_router(console_router(ViewCache(engine_provider), settings, run_search))
+    app.mount("/console", StaticFiles(directory=STATIC_DIR), name="console")
+
+    @app.get("/", include_in_schema=False)
+    def console() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+
+def _drift_page(router: APIRouter, settings: StrataSettings) -> None:
+    """``GET /v1/drift/page``: the drift report's HTML page."""
+
     @router.get("/drift/page", response_class=HTMLResponse, summary="The drift report as an HTML page")
     def drift_page() -> HTMLResponse:
         # The page written with the last report (by an index run, `strata drift` or GET /v1/drift?refresh=true),
@@ -120,18 +140,3 @@ def console_router(views: ViewCache, settings: StrataSettings, run_search: Searc
             raise HTTPException(status_code=404, detail="no drift report yet: run `strata drift`, or GET "
                                                         "/v1/drift?refresh=true")
         return HTMLResponse(path.read_text(encoding="utf-8"))
-
-    return router
-
-
-def mount_console(app: FastAPI, engine_provider: Callable[[], QueryEngine], settings: StrataSettings,
-                  run_search: SearchRunner | None = None) -> None:
-    """Serve the console at ``/`` (assets under ``/console/``) and its read-only API under ``/v1``. The API
-    routes need the API key like every data route; the page and its assets hold no data and are open, so that
-    a browser can load them before the user enters a key."""
-    app.include_router(console_router(ViewCache(engine_provider), settings, run_search))
-    app.mount("/console", StaticFiles(directory=STATIC_DIR), name="console")
-
-    @app.get("/", include_in_schema=False)
-    def console() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")

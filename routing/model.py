@@ -1,7 +1,7 @@
 """The router's model: question features, index evidence and the logistic regressions that weigh them.
 
-Three models are shipped in one small JSON file (``router_weights.json``), all trained by
-``python -m retrieval.router_train``:
+Three models are shipped in one small JSON file (``routing/weights.json``), all trained by
+``python -m routing.train``:
 
 - ``full``: the mean-pooled output of all-MiniLM-L6-v2's third encoder layer for the question (what the question
   means and how it is put), plus the evidence features;
@@ -34,10 +34,10 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from extraction.offline import find_entities
+from core.text.names import find_entities
 from core.text.language import detect_language
 
-WEIGHTS_PATH = Path(__file__).resolve().parent / "router_weights.json"
+WEIGHTS_PATH = Path(__file__).resolve().parent / "weights.json"
 EMBEDDER_NAME = "all-MiniLM-L6-v2"
 IDENTIFIER_TYPES = frozenset({"error_code", "config_key", "version", "identifier", "service", "constant"})
 HUB_SHARE = 0.25  # an entity mentioned in more than this share of chunks runs through the corpus
@@ -59,7 +59,7 @@ EMBEDDER_LANGUAGES = frozenset({"en", "und"})
 
 
 class Lexicon(Protocol):
-    """What the router needs from the entity lexicon (retrieval.router.EntityLexicon)."""
+    """What the router needs from the entity lexicon (routing.router.EntityLexicon)."""
 
     total_chunks: int
 
@@ -217,10 +217,10 @@ class RouterWeights:
                     or (weights.multilingual is not None
                         and weights.multilingual.features != ("e5",) * 384 + EVIDENCE_FEATURES)):
                 raise ValueError("trained for other features than this version reads (retrain with "
-                                 "`python -m retrieval.router_train`)")
+                                 "`python -m routing.train`)")
             return weights
         except FileNotFoundError:
-            raise FileNotFoundError(f"router weights not found at {path}; run `python -m retrieval.router_train`") from None
+            raise FileNotFoundError(f"router weights not found at {path}; run `python -m routing.train`") from None
         except (KeyError, ValueError, TypeError) as exc:
             raise ValueError(f"router weights at {path} are malformed: {exc}") from exc
 

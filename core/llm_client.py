@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from core.records import stable_hash
 from core.settings import LLMSettings
-from extraction.structured import FORMS, parse_json_object, parse_strict, response_format, wire_schema
+from core.structured import FORMS, parse_json_object, parse_strict, response_format, wire_schema
 
 __all__ = ["LLMClient", "LLMError", "ParseFailure", "ResponseCache", "Usage", "estimate_tokens", "parse_json_object"]
 M = TypeVar("M", bound=BaseModel)
@@ -206,7 +206,7 @@ class LLMClient:
 
     @property
     def structured_form(self) -> str:
-        """The request form structured answers are asked in now (one of extraction.structured.FORMS)."""
+        """The request form structured answers are asked in now (one of core.structured.FORMS)."""
         return self._form
 
     def key(self, messages: Sequence[Message], json_mode: bool, schema: type[BaseModel] | None = None,

@@ -1,6 +1,6 @@
 """Train the router's models from labeled questions, and report how well they generalize.
 
-    python -m retrieval.router_train [--data FILE.jsonl ...] [--corpus NAME=FOLDER ...] [--out FILE] [--check]
+    python -m routing.train [--data FILE.jsonl ...] [--corpus NAME=FOLDER ...] [--out FILE] [--check]
 
 Labeled rows are ``{"question", "route", ...}`` with optional ``author``, ``domain`` and ``corpus``. By default
 the training data is every ``tests/data/router/*.jsonl`` file plus ``tests/data/router_questions.jsonl``, and
@@ -42,8 +42,8 @@ import numpy as np
 
 from core.fitting import fit_logistic
 from core.records import stable_hash
-from retrieval.router_model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
-                                    LogisticModel, QueryEmbeddings, RouterWeights, gather_evidence)
+from routing.model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
+                           LogisticModel, QueryEmbeddings, RouterWeights, gather_evidence)
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
@@ -131,7 +131,8 @@ def corpus_context(folder: Path):  # type: ignore[no-untyped-def]
     from extraction.loader import load_folder
     from extraction.offline import OfflineExtractor
     from retrieval.index import ChunkIndex
-    from retrieval.router import EntityLexicon, IndexScorer, KnownEntity
+    from retrieval.lexicon import EntityLexicon, KnownEntity
+    from routing.router import IndexScorer
 
     chunks = chunk_documents(load_folder(folder).documents, ChunkingSettings())
     index = ChunkIndex(RetrievalSettings(), embedder=None)

@@ -1,6 +1,6 @@
 """The query router: local (fused chunk search) or global (community reports, map-reduce), with its reasons.
 
-The decision is a small calibrated logistic regression (:mod:`retrieval.router_model`) over what the question
+The decision is a small calibrated logistic regression (:mod:`routing.model`) over what the question
 means (the mean of all-MiniLM-L6-v2's third encoder layer) and over evidence from the index that is not a word
 list: identifiers and specific entities the index knows, entities that run through the whole corpus, and how
 concentrated the question's top BM25 scores are. Generic cue words are one weak feature among these, never the
@@ -9,39 +9,27 @@ query embedding. Without a MiniLM embedder a model over the evidence alone decid
 
 Every decision carries ``confidence`` in [0, 1], the calibrated probability of the route it picked. Below
 ``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`answers.both`), and with
-an LLM configured it first asks the LLM classifier (:mod:`retrieval.router_llm`).
+an LLM configured it first asks the LLM classifier (:mod:`routing.llm`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from core.text import spans
-from core.text.language import detect_language
-from core.text.lemma import forms
-from core.text.spans import word_count
-from extraction.resolution import normalize_name
 from core.text.language import describe_language
-from extraction.offline import COMMON_WORDS
-from retrieval.router_model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, LogisticModel,
-                                    QueryEmbeddings, RouterWeights, gather_evidence, predict, question_language,
-                                    shipped_weights)
+from core.text.names import COMMON_WORDS
+from retrieval.graph_fusion import default_weight
+from retrieval.lexicon import EntityLexicon, as_written
+from routing.model import (EMBEDDER_LANGUAGES, EMBEDDER_NAME, Evidence, LexicalScorer, LogisticModel,
+                           QueryEmbeddings, RouterWeights, gather_evidence, predict, question_language,
+                           shipped_weights)
 
 Route = Literal["local", "global"]
-
-
-@dataclass(frozen=True, slots=True)
-class KnownEntity:
-    name: str
-    type: str
-    chunks: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,81 +52,6 @@ class RouteDecision:
                 "identifiers": list(self.identifiers), "overridden": self.overridden,
                 "confidence": self.confidence, "both_sides": self.both_sides, "graph_seeds": list(self.graph_seeds),
                 "graph_vector_seeds": list(self.graph_vector_seeds)}
-
-
-_ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\S)")  # lower case: "The Hague" keeps its article
-
-
-def as_written(span: str) -> str:
-    """The question's words that named an entity, as a reason shows them: without the sentence's full stop
-    ("Mercer.") or a leading article ("the registry", which names "registry": names are matched without one)."""
-    return _ARTICLE.sub("", span.rstrip(".'’")) or span
-
-
-def long_enough(key: str) -> bool:
-    """Whether a normalized name is long enough to be linked by itself: three letters, or two words. Length is
-    counted in :func:`core.text.spans.words`, where a character of a script written without spaces (Chinese,
-    Japanese, Korean) is a word, so 香港 (two words) is a name while "US" or a lone 港 is too short to tell from
-    the words around it."""
-    return len(key) >= 3 or word_count(key) >= 2
-
-
-def _key(name: str, kind: str) -> str:
-    """A name's key in the lexicon: :func:`normalize_name`, CJK characters closed up (:func:`spans.closed`)."""
-    return spans.closed(normalize_name(name, kind))
-
-
-class EntityLexicon:
-    """Normalized entity names known to the index, with how many chunks mention each."""
-
-    def __init__(self, entities: Sequence[KnownEntity], total_chunks: int) -> None:
-        self.total_chunks = max(1, total_chunks)
-        self.by_key: dict[str, KnownEntity] = {}
-        for e in entities:
-            key = _key(e.name, e.type)
-            if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
-                self.by_key[key] = e
-        self.max_words = max((word_count(k) for k in self.by_key), default=1)
-
-    def __len__(self) -> int:
-        return len(self.by_key)
-
-    def find(self, question: str) -> list[KnownEntity]:
-        return [e for _, e in self.find_spans(question)]
-
-    def find_spans(self, question: str) -> list[tuple[str, KnownEntity]]:
-        """The entities the question names, each once, with the question's words that named it first (the
-        entity may be written otherwise: "packages" names "--package" by its normalized name). Spans are tried
-        longest first over :func:`core.text.spans.words`, so a Chinese name is found inside a run of characters; in a
-        Polish question each span is also tried in its base form (:func:`core.text.lemma.forms`)."""
-        words = spans.words(question)
-        language = detect_language(question)
-        found: dict[str, tuple[str, KnownEntity]] = {}
-        i = 0
-        while i < len(words):
-            for n in range(min(self.max_words, len(words) - i), 0, -1):
-                span = spans.join(words[i:i + n])
-                hit = next((h for form in forms(span, language)
-                            for h in (self.by_key.get(_key(form, "name")), self.by_key.get(_key(form, "identifier")))
-                            if h), None)
-                if hit:
-                    found.setdefault(hit.name, (as_written(span), hit))
-                    i += n - 1
-                    break
-            i += 1
-        return list(found.values())
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"total_chunks": self.total_chunks,
-                                    "entities": [[e.name, e.type, e.chunks] for e in self.by_key.values()]},
-                                   ensure_ascii=False))
-
-    @classmethod
-    def load(cls, path: Path) -> "EntityLexicon":
-        if not path.exists():
-            return cls([], 1)
-        data = json.loads(path.read_text())
-        return cls([KnownEntity(n, t, c) for n, t, c in data["entities"]], data["total_chunks"])
 
 
 class IndexScorer:
@@ -336,3 +249,36 @@ class Router:
         embedding = self.features(question) if multilingual is None else None
         return route_question(question, self.lexicon, has_reports, embedding=embedding, scorer=self.scorer,
                               weights=self.weights, multilingual=multilingual)
+
+
+def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> RouteDecision:
+    """``decision`` naming the entities the graph walk of a local
+    search for ``question`` starts from, which of them were linked by the question's vector, and, for a
+    generation published before entity vectors existed, that the walk links by names alone."""
+    link = index.graph_link(question)
+    reasons = list(decision.reasons)
+    # The entities it names, as the question writes them; an entity written otherwise in the index follows in
+    # brackets ("packages (--package)"): the normalized names matched, not the spelling.
+    spellings: dict[str, dict[str, None]] = {}
+    for s in link.seeds:
+        if s.by == "name":
+            spellings.setdefault(as_written(s.matched), {})[s.name] = None
+    named = []
+    for span, names in spellings.items():
+        others = [n for n in names if n.casefold() != span.casefold()]
+        named.append(f"{span} ({', '.join(others)})" if others else span)
+    close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
+    parts = []
+    if named:
+        parts.append("the entities it names: " + ", ".join(named[:5]))
+    if close:
+        parts.append("entities close to its meaning (linked by vector): " + ", ".join(close[:5]))
+    if parts:
+        reason = "the graph walk starts from " + "; ".join(parts)
+        if not named and default_weight(link, 1.0, index.settings.graph_vector_strong) == 0:
+            reason += " (too weak alone to give the graph list weight by default)"
+        reasons.append(reason)
+    if index.graph_walk is not None and index.graph_walk.entity_vectors is None and index.embeds_entities:
+        reasons.append("this generation holds no entity vectors (published by an older version): the graph walk "
+                       "links the question by entity names only")
+    return replace(decision, graph_seeds=link.names, graph_vector_seeds=link.by_vector, reasons=tuple(reasons))

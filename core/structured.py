@@ -11,7 +11,7 @@ should still be accepted from an endpoint that ignores them.
 Endpoints differ in how a schema is asked for, so :data:`FORMS` lists the request forms from the strongest:
 ``json_schema`` (OpenAI, vLLM, the llama.cpp C++ server), ``json_object_schema`` (``{"type": "json_object",
 "schema": ...}``: llama-cpp-python's server, Anyscale), ``json_object`` (valid JSON, no schema) and ``none``.
-The client moves down the list when an endpoint rejects a form (see :mod:`extraction.llm_client`).
+The client moves down the list when an endpoint rejects a form (see :mod:`core.llm_client`).
 
 Parsing: :func:`parse_strict` accepts exactly one JSON object matching the schema (what a schema-enforcing
 endpoint returns); :func:`parse_json_object` also ignores code fences and prose around the object, and salvages

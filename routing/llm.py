@@ -2,7 +2,7 @@
 
 The prompt (``prompts/route.txt``) asks for one JSON object ``{"route": "local"|"global", "confidence": x}``,
 with that schema as structured output.
-The call goes through :class:`extraction.llm_client.LLMClient`, so it is cached, retried and counted like every
+The call goes through :class:`core.llm_client.LLMClient`, so it is cached, retried and counted like every
 other call. An answer that cannot be used (malformed JSON, an unknown route, a failed call) leaves the offline
 decision in place, with a reason saying why.
 """
@@ -15,9 +15,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from extraction.llm_client import LLMClient, LLMError, ParseFailure
+from core.llm_client import LLMClient, LLMError, ParseFailure
 from prompts import load_prompt
-from retrieval.router import RouteDecision
+from routing.router import RouteDecision
 
 
 class RouteVerdict(BaseModel):

@@ -1,0 +1,46 @@
+"""How names are compared: a name's key (:func:`normalize_name`), the one the entity merge and the entity lexicon
+match on, and the looser key the graph walk links and joins synonyms by (:func:`walk_key`)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from core.text.fold import fold
+from core.text.spans import closed
+
+
+# Types whose names drop a leading article and a plural s ("The Spirit" and "Spirit", "Ghosts" and "Ghost").
+_NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
+
+
+def normalize_name(name: str, type_: str = "name") -> str:
+    """A name's key: NFKC, case-folded, words joined by _ or - spaced, an abbreviation's dot, a possessive and
+    outer punctuation dropped, and for name-like types a leading article and a simple plural s."""
+    key = unicodedata.normalize("NFKC", name).casefold().replace("’", "'")
+    key = re.sub(r"(?<=[^\W_])[_-]+(?=[^\W_])", " ", key)  # node_exporter, node-exporter: node exporter
+    key = re.sub(r"(?<=[^\W\d_])\.(?=\s)", "", key)  # "Mr. Scrooge": mr scrooge
+    key = re.sub(r"\s+", " ", key).strip(" \t\"'“”‘’.,;:!?()[]{}_-")
+    key = re.sub(r"'s$", "", key)
+    if type_.lower() in _NAME_TYPES:
+        key = re.sub(r"^(?:the|a|an) (?=\S)", "", key)  # "The Spirit" and "Spirit" are one entity
+    if type_.lower() in _NAME_TYPES and " " not in key[-4:]:
+        last = key.rsplit(" ", 1)[-1]
+        if len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "os")) and last.isalpha():
+            key = key[:-1]
+    return key
+
+
+_SEPARATORS = re.compile(r"[_\-‐‑‒–—/·]+")
+_NOT_WORD = re.compile(r"[^\w\s]+")
+
+
+def walk_key(name: str) -> str:
+    """A name's key for linking and synonyms: :func:`normalize_name` (case, articles, possessives, plurals),
+    folded (:func:`core.text.fold.fold`: accents dropped, "Aschenbrödel" = "Aschenbrodel"), underscores, hyphens
+    and slashes as spaces and other punctuation dropped, and between CJK characters no space or name joiner
+    (:func:`core.text.spans.closed`)."""
+    key = fold(normalize_name(unicodedata.normalize("NFKC", name), "name"))
+    key = _SEPARATORS.sub(" ", key)
+    key = _NOT_WORD.sub("", key)
+    return closed(" ".join(key.split()))

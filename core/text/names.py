@@ -1,0 +1,372 @@
+"""Names in a sentence: the one name finder, shared by the offline extractor and the question's reading.
+
+It finds the identifiers of technical notes (services, error codes, configuration keys, databases, versions),
+capitalized names in prose, and in Chinese the proper names jieba's tagger finds (people, places, organizations,
+other proper nouns) and candidate technical terms (runs of nouns the segmenter splits, such as 调度+器;
+:mod:`core.text.cjk`). It never keeps what :mod:`core.text.junk` rules out (function words, RFC keywords, file
+names, URL pieces, markup, IDs and hashes, numbers). Capitals alone do not make a name: a word written in capitals
+that the text also uses as an ordinary lower-case word ("MUST") is emphasis or a heading.
+
+The extractor (:mod:`extraction.offline`) decides which of the names found become entities (a sentence-opening
+word that recurs mid-sentence, a possessive phrase a document repeats, a term it uses twice); the router
+(:mod:`routing.model`) counts the names and identifiers a question holds. A name's key, how names are compared
+everywhere (the entity merge, the lexicon, the graph walk), is :func:`core.text.keys.normalize_name`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from core.text import cjk
+from core.text.junk import FUNCTION_WORDS, junk_reason
+
+DATABASES = {
+    "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
+    "opensearch", "sqlite", "neo4j", "clickhouse", "dynamodb", "memcached", "rabbitmq", "etcd", "zookeeper",
+    "cockroachdb", "bigquery", "snowflake", "s3", "minio",
+}
+SERVICE_SUFFIXES = (
+    "service", "svc", "api", "worker", "gateway", "proxy", "db", "cache", "queue", "server", "cluster", "pod",
+    "job", "cron", "lb", "bus", "store", "daemon", "agent", "controller", "operator", "scheduler", "router",
+    "broker", "consumer", "producer", "frontend", "backend", "app", "ui",
+)
+_WORD_STOP = set("""
+a an and are as at be been but by can could did do does for from had has have he her hers him his how i if in
+into is it its let may me might my no nor not of on once only or our ours she should so some such than that the
+their them then there these they this those though through to too under until up upon us was we were what when
+where which while who whom why will with would yes you your yet all any each every few more most other same both
+either neither after before again also always never now here once very just even still perhaps however although
+because since unless whether within without about above across against along among around behind below beneath
+beside between beyond during except inside near off onto outside over past per round toward towards via well oh
+ah mr mrs ms dr sir madam said says say one two three four five six seven eight nine ten first second third last
+next new old good great little much many chapter part section note notes see yesterday today tomorrow monday
+tuesday wednesday thursday friday saturday sunday january february march april june july august september october
+november december come go look see tell call use run set check nothing something everything anything someone everyone no not nobody
+""".split())
+COMMON_WORDS = frozenset(_WORD_STOP)  # common words that are never names on their own
+_TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Mr", "Mrs", "Ms", "Dr", "St.", "Prof."}
+_CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
+
+# A word character of an alphabetic script: a name in Latin (or any alphabetic) letters ends where Han, kana or Hangul
+# begins, since those scripts write no space between words ("DECnet是" is the name DECnet and the particle 是).
+_LW = r"(?:(?![\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])\w)"
+
+# Patterns in priority order: earlier patterns win when spans overlap.
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("code", re.compile(r"`([^`\n]{2,80})`")),
+    ("error_code", re.compile(r"\bHTTP[ /-]?[1-5]\d\d\b|\b[1-5]\d\d (?=(?:error|errors|response|responses|status)\b)", re.I)),
+    ("error_code", re.compile(r"\b(?:[A-Z]{1,6}-\d{2,6}|E\d{3,6}|[A-Z]{2,}\d{2,6}|ERR_[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|TIMEOUT|EXCEEDED|DENIED|REFUSED|RESET))\b")),
+    ("function", re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\)")),
+    ("version", re.compile(r"\bv\d+(?:\.\d+){1,3}(?:-[0-9A-Za-z.]+)?\b|\b\d+\.\d+\.\d+(?:-[0-9A-Za-z.]+)?\b")),
+    ("config_key", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z][a-z0-9_]+(?:\.[a-z][a-z0-9_]+){1,5}\b(?!\()")),
+    ("constant", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
+    ("kebab", re.compile(r"\b[a-z][a-z0-9]*(?:-[a-z0-9]+)+\b")),
+    ("camel", re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b[a-z]+[A-Z][A-Za-z0-9]*\b")),
+    ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
+                              r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
+    ("name", re.compile(rf"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?(?<!{_LW})[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*(?:(?:\s{{1,3}}(?:of|de|von|van|der|la|le|du|di)(?:\s{{1,3}}the)?)?\s{{1,3}}[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*)*")),
+    # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
+    ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf](?:[\u4e00-\u9fff\u3400-\u4dbf]|[·‧•・](?=[\u4e00-\u9fff]))+"
+                       r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
+]
+# A sentence ends at . ! ? (core.text.sentences judges abbreviations), at CJK full stops, blank lines and list items.
+_CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
+_FILE_EXT = re.compile(r"\.(?:txt|md|py|js|ts|json|yaml|yml|toml|log|csv|html|sh|conf|ini|cfg|xml|com|org|net|io)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    start: int
+    end: int
+    name: str
+    type: str
+    at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
+    possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
+    term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
+
+
+_ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[a-z]+(?:['’][a-z]+)?(?![\w.\-/@`(])")
+
+
+def ordinary_words(views: Iterable[str]) -> frozenset[str]:
+    """Words the text uses in lower case as ordinary words (not inside identifiers, paths or code)."""
+    return frozenset(w for v in views for w in _ORDINARY.findall(v))
+
+
+def _is_caps(run: str) -> bool:
+    letters = [ch for ch in run if ch.isalpha()]
+    return len(letters) >= 2 and all(ch.isupper() for ch in letters)
+
+
+def _caps_names(run: str, start: int, ordinary: frozenset[str]) -> list[tuple[int, str]]:
+    """The names inside a run written in capitals: its words that are neither common words nor words the text
+    uses in lower case, grouped as they stand next to each other. Returns (offset, name) pairs."""
+    out: list[tuple[int, str]] = []
+    group: list[tuple[int, str]] = []
+    for m in re.finditer(r"\S+", run):
+        word = m.group(0).rstrip(",;:!?")
+        bare = _bare(word).strip(".")
+        if (sum(ch.isalpha() for ch in bare) >= 2 and bare not in ordinary and bare not in _WORD_STOP
+                and bare not in FUNCTION_WORDS):
+            group.append((start + m.start(), re.sub(r"(?:'S|’S|'s|’s)$", "", word)))
+            if word != m.group(0) or re.search(r"(?:'S|’S|'s|’s)$", word):
+                out.append((group[0][0], " ".join(w for _, w in group)))
+                group = []
+        else:
+            if group:
+                out.append((group[0][0], " ".join(w for _, w in group)))
+            group = []
+    if group:
+        out.append((group[0][0], " ".join(w for _, w in group)))
+    return out
+
+
+def _is_sentence_start(sentence: str, offset: int) -> bool:
+    prefix = sentence[:offset].strip(" \t\n\"'“‘(*#-—–_>")
+    return not prefix or prefix[-1] in ".!?:;“\"‘'"
+
+
+_REMARK = re.compile(r"\(\s*[a-z][a-z ,-]*\)$")  # "(optional)", "(deprecated)"
+
+
+def _opens_clause(sentence: str, offset: int) -> bool:
+    """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item, or stands right
+    after a code span, a type annotation or a lower-case remark in parentheses (an API reference's "* `callback`
+    {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is a type, not a
+    name; "Lothair II (835-869) King of ..." is not such a remark)."""
+    prefix = sentence[:offset].rstrip()
+    return (not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`" or _REMARK.search(prefix) is not None
+            or _is_sentence_start(sentence, offset))
+
+
+def _classify_kebab(token: str) -> str | None:
+    parts = token.split("-")
+    if any(ch.isdigit() for ch in token) and any(len(p) >= 3 for p in parts):
+        return "service" if parts[-1] in SERVICE_SUFFIXES else "identifier"
+    if parts[-1] in SERVICE_SUFFIXES or parts[0] in SERVICE_SUFFIXES:
+        return "service"
+    return None
+
+
+def _bare(word: str) -> str:
+    """A word lower-cased without quotes or a possessive ending ("What’s" -> "what")."""
+    return re.sub(r"(?:'s|’s|'|’)$", "", word.lower()).strip("’'")
+
+
+def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
+    """Trim a capitalized run to a name; returns the name and its offset shift, or None when it is no name."""
+    words = raw.split()
+    shift = 0
+    # Drop leading determiners and common words ("The Ghost" -> "Ghost", "When Scrooge" -> "Scrooge").
+    while words and words[0] not in _TITLES and _bare(words[0]) in _WORD_STOP:
+        shift = raw.find(words[1], shift + len(words[0])) if len(words) > 1 else len(raw)
+        words = words[1:]
+    while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() == "the"):
+        words = words[:-1]
+    if not words:
+        return None
+    name = " ".join(words)
+    name = re.sub(r"(?:'s|’s|'|’)$", "", name).strip("-")
+    if len(name) < 2 or not any(ch.isalpha() for ch in name):
+        return None
+    if len(words) == 1:
+        word = words[0]
+        if _bare(word) in _WORD_STOP or _CONTRACTION.fullmatch(word):
+            return None
+        if sentence[start + shift + len(word):].startswith(":"):
+            # A lone capitalized word before a colon is a label ("Incident:", "Operation: Dulce", "Note:").
+            return None
+        if _is_sentence_start(sentence, start + shift):
+            # A capitalized word opening a sentence is a name only if it does not look like a common word.
+            lower = word.lower()
+            if lower.endswith(("ing", "ly", "ed")) or len(word) < 3:
+                return None
+            if re.search(r"(?<![.!?“\"]\s)\b" + re.escape(lower) + r"\b", sentence):
+                return None
+    if name in _TITLES:
+        return None
+    return name, shift
+
+
+def _type_for_name(name: str) -> str:
+    lower = name.lower()
+    if lower in DATABASES:
+        return "database"
+    if name.isupper() and len(name) <= 6 and " " not in name:
+        return "concept"
+    return "name"
+
+
+_NAME_PATTERN = dict(_PATTERNS)["name"]
+_TRAILING_PARENS = re.compile(r"\s*\([^()\n]*\)\s*$")
+
+
+def _title_lines_apart(sentence: str) -> str:
+    """``sentence`` with the line break after each line that is a name alone (a title line: "Kate Ramsay" above
+    "Kate Ramsay is a fictional character ...", or names and commas with a closing parenthesis: "Leland, North
+    Carolina", "Twins (group)") made a character no name runs across, so the title and the words after it stay
+    apart; offsets are unchanged. A name wrapped over two lines of prose still reads
+    as one: its first line holds more than the name."""
+    if "\n" not in sentence:
+        return sentence
+    lines = sentence.split("\n")
+    for i, line in enumerate(lines[:-1]):
+        title = _TRAILING_PARENS.sub("", line).strip()  # "Twins (group)", "Leland, North Carolina"
+        if title and all(_NAME_PATTERN.fullmatch(part.strip()) for part in title.split(",")):
+            lines[i] = line + "\x00"
+        else:
+            lines[i] = line + "\n"
+    return "".join(lines)
+
+
+def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list[Found]:
+    """Entities in one sentence (of a prose view), non-overlapping, in order of appearance. ``ordinary``: the
+    words the document uses in lower case (by default the sentence's own), which a run in capitals does not
+    make a name. Patterns are tried in priority order: a span an earlier one took is not free to a later one."""
+    if ordinary is None:
+        ordinary = ordinary_words([sentence])
+    finds = _Finds()
+    names_view = _title_lines_apart(sentence)
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(names_view if kind in ("name", "possessive") else sentence):
+            if kind == "possessive":
+                _possessive(m, sentence, finds)
+            elif kind == "name":
+                _name(m, sentence, ordinary, finds)
+            elif kind == "cjk":
+                for f in _chinese(sentence[m.start():m.end()], m.start()):
+                    if finds.free(f.start, f.end):
+                        finds.add(f)
+            else:
+                _identifier(kind, m, sentence, finds)
+    return sorted(finds.found, key=lambda f: f.start)
+
+
+class _Finds:
+    """The names found in one sentence so far, and the spans taken (by them, or by code that holds no name)."""
+
+    def __init__(self) -> None:
+        self.taken: list[tuple[int, int]] = []
+        self.found: list[Found] = []
+
+    def free(self, s: int, e: int) -> bool:
+        return all(e <= ts or s >= te for ts, te in self.taken)
+
+    def add(self, f: Found) -> None:
+        self.taken.append((f.start, f.end))
+        self.found.append(f)
+
+    def keep(self, s: int, e: int, text: str, etype: str | None) -> None:
+        """A name of type ``etype`` at a free span, unless it is junk (a bare version never is)."""
+        if etype is None or not self.free(s, e):
+            return
+        if etype != "version" and junk_reason(text) is not None:
+            return
+        if etype == "name" and text.lower() in DATABASES:
+            etype = "database"
+        self.add(Found(s, e, text, etype))
+
+
+def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> None:
+    """A code span, an error code, a function, a configuration key, a constant, a kebab- or camel-case name."""
+    s, e = m.span()
+    text = sentence[s:e]
+    etype: str | None = kind
+    if kind == "code":
+        s, e = m.span(1)
+        text = m.group(1).strip()
+        if len(text.split()) > 4 or junk_reason(text) is not None:
+            # A snippet of code, a path, a URL: not a name, and nothing inside it is one either.
+            if finds.free(m.start(), m.end()):
+                finds.taken.append(m.span())
+            return
+        etype = "service" if text.split("-")[-1] in SERVICE_SUFFIXES else "identifier"
+    elif kind == "error_code":
+        text = re.sub(r"^http[ /-]?", "HTTP ", text.strip(), flags=re.I) if text.lower().startswith("http") else text.strip()
+        if re.fullmatch(r"[1-5]\d\d", text):
+            text = f"HTTP {text}"
+    elif kind == "function":
+        etype = "identifier"
+    elif kind == "config_key":
+        if _FILE_EXT.search(text) or text.count(".") and len(text.split(".")[0]) < 2:
+            return
+    elif kind == "constant":
+        etype = "config_key"
+    elif kind == "kebab":
+        etype = _classify_kebab(text)
+    elif kind == "camel":
+        etype = "database" if text.lower() in DATABASES else "identifier"
+    finds.keep(s, e, text, etype)
+
+
+def _possessive(m: re.Match[str], sentence: str, finds: _Finds) -> None:
+    """"<Name>'s <noun>": the phrase (kept by the extractor when a document repeats it) and its owner."""
+    s, e = m.span()
+    owner, noun = m.group(1), m.group(2)
+    if (_bare(owner.split()[0]) in _WORD_STOP or noun in FUNCTION_WORDS or noun in _WORD_STOP
+            or noun.endswith("ly") or not finds.free(s, e)):
+        return
+    if junk_reason(owner) is not None:
+        return
+    finds.taken.append((s, e))
+    finds.found.append(Found(s, e, sentence[s:e], "name", possessive=True))
+    finds.found.append(Found(s, s + len(owner), owner, _type_for_name(owner)))
+
+
+def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Finds) -> None:
+    """A capitalized run: the names inside a run in capitals, or the run trimmed to a name; a single word that
+    opens its clause is marked ``at_start``."""
+    s, e = m.span()
+    text = sentence[s:e]
+    if sentence[max(0, s - 1):s] == "[" and sentence[m.end():m.end() + 1] == "]":
+        return  # a tag in brackets ("[CHANGE]", "[Illustration]"), not a name
+    if _is_caps(text) and sentence[m.end():m.end() + 1] == ":":
+        return  # a label in capitals ("BEHAVIOR CHANGE:", "WARNING:")
+    if _is_caps(text) and not (" " not in text.strip() and len(text.strip()) <= 4):
+        # (a lone word of two to four capitals is an acronym: HTTP, LED, AWS)
+        for ps, piece in _caps_names(text, s, ordinary):
+            pe = ps + len(piece)
+            if finds.free(ps, pe) and junk_reason(piece) is None and not _CONTRACTION.fullmatch(piece):
+                finds.add(Found(ps, pe, piece, _type_for_name(piece)))
+        return
+    cleaned = _clean_name(text, sentence, s)
+    if cleaned is None:
+        return
+    text, shift = cleaned
+    s = s + shift
+    e = s + len(text)
+    etype = _type_for_name(text)
+    if text.lower() in DATABASES:
+        etype = "database"
+    if etype == "name" and " " not in text and _opens_clause(sentence, s):
+        if finds.free(s, e) and junk_reason(text) is None:
+            finds.add(Found(s, e, text, etype, at_start=True))
+        return
+    finds.keep(s, e, text, etype)
+
+
+_CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
+TERM_MIN_CHARS = 3  # a run of nouns shorter than this is a common word (国家, 时间), not a term
+
+
+def _chinese(run: str, offset: int) -> list[Found]:
+    """The proper names of a run of Chinese text (typed by the tagger), and its runs of two or more nouns of at
+    least :data:`TERM_MIN_CHARS` characters as candidate terms, with offsets ``offset`` on."""
+    out = [Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
+           for n in cjk.names(run)]
+    named = [(f.start, f.end) for f in out]
+    toks = cjk.tagged(run)
+    i = 0
+    while i < len(toks):
+        j = i
+        while j < len(toks) and toks[j].tag in cjk.NOUN_TAGS and toks[j].word.strip():
+            j += 1
+        if j - i >= 2:
+            s, e = offset + toks[i].start, offset + toks[j - 1].start + len(toks[j - 1].word)
+            if e - s >= TERM_MIN_CHARS and all(e <= ns or s >= ne for ns, ne in named):
+                out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
+        i = max(j, i + 1)
+    return sorted(out, key=lambda f: f.start)
+

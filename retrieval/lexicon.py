@@ -1,0 +1,103 @@
+"""The entity lexicon: the names the index knows, with how many chunks mention each, and the names a question holds.
+
+A question links an entity when one of its spans, tried longest first over :func:`core.text.spans.words` (a CJK
+character is a word, so a Chinese name is found inside a run of characters), has the same key as a known name
+(:func:`core.text.keys.normalize_name`, CJK characters closed up); in a Polish question each span is also tried
+in its base form. The router reads it as evidence, the graph walk seeds from it, and the reader scores with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from core.text import spans
+from core.text.keys import normalize_name
+from core.text.language import detect_language
+from core.text.lemma import forms
+from core.text.spans import word_count
+
+
+@dataclass(frozen=True, slots=True)
+class KnownEntity:
+    name: str
+    type: str
+    chunks: int
+
+
+_ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\S)")  # lower case: "The Hague" keeps its article
+
+
+def as_written(span: str) -> str:
+    """The question's words that named an entity, as a reason shows them: without the sentence's full stop
+    ("Mercer.") or a leading article ("the registry", which names "registry": names are matched without one)."""
+    return _ARTICLE.sub("", span.rstrip(".'’")) or span
+
+
+def long_enough(key: str) -> bool:
+    """Whether a normalized name is long enough to be linked by itself: three letters, or two words. Length is
+    counted in :func:`core.text.spans.words`, where a character of a script written without spaces (Chinese,
+    Japanese, Korean) is a word, so 香港 (two words) is a name while "US" or a lone 港 is too short to tell from
+    the words around it."""
+    return len(key) >= 3 or word_count(key) >= 2
+
+
+def _key(name: str, kind: str) -> str:
+    """A name's key in the lexicon: :func:`normalize_name`, CJK characters closed up (:func:`spans.closed`)."""
+    return spans.closed(normalize_name(name, kind))
+
+
+class EntityLexicon:
+    """Normalized entity names known to the index, with how many chunks mention each."""
+
+    def __init__(self, entities: Sequence[KnownEntity], total_chunks: int) -> None:
+        self.total_chunks = max(1, total_chunks)
+        self.by_key: dict[str, KnownEntity] = {}
+        for e in entities:
+            key = _key(e.name, e.type)
+            if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
+                self.by_key[key] = e
+        self.max_words = max((word_count(k) for k in self.by_key), default=1)
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def find(self, question: str) -> list[KnownEntity]:
+        return [e for _, e in self.find_spans(question)]
+
+    def find_spans(self, question: str) -> list[tuple[str, KnownEntity]]:
+        """The entities the question names, each once, with the question's words that named it first (the
+        entity may be written otherwise: "packages" names "--package" by its normalized name). Spans are tried
+        longest first over :func:`core.text.spans.words`, so a Chinese name is found inside a run of characters; in a
+        Polish question each span is also tried in its base form (:func:`core.text.lemma.forms`)."""
+        words = spans.words(question)
+        language = detect_language(question)
+        found: dict[str, tuple[str, KnownEntity]] = {}
+        i = 0
+        while i < len(words):
+            for n in range(min(self.max_words, len(words) - i), 0, -1):
+                span = spans.join(words[i:i + n])
+                hit = next((h for form in forms(span, language)
+                            for h in (self.by_key.get(_key(form, "name")), self.by_key.get(_key(form, "identifier")))
+                            if h), None)
+                if hit:
+                    found.setdefault(hit.name, (as_written(span), hit))
+                    i += n - 1
+                    break
+            i += 1
+        return list(found.values())
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps({"total_chunks": self.total_chunks,
+                                    "entities": [[e.name, e.type, e.chunks] for e in self.by_key.values()]},
+                                   ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path: Path) -> "EntityLexicon":
+        if not path.exists():
+            return cls([], 1)
+        data = json.loads(path.read_text())
+        return cls([KnownEntity(n, t, c) for n, t, c in data["entities"]], data["total_chunks"])
