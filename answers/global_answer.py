@@ -8,7 +8,9 @@ own findings. Reports are ranked by their best sentences. A question about the c
 is sure it is global, and it names nothing the index knows) is answered by the broadest communities instead,
 whatever words it shares with them. Reduce: maximal marginal relevance picks the points, penalizing sentences
 like ones already chosen and a report's repeated points, so the answer spans communities; points are grouped
-under their report titles.
+under their report titles. An answer about the whole also names the corpus's sections (its top folders, each with its
+share of the text and its largest pages), so "What are the main topics?" of a documentation site names the site's
+parts, not only the communities that came out of them.
 
 A question whose names (the index's known names and the shapes of names, :mod:`core.text.shapes`) all occur
 nowhere, with no chunk close in meaning, is declined: the corpus does not cover it.
@@ -24,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from answers.answer import Answer, Quote, citations_of, query_vector as _query_vector
+from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Report
 from core.text import shapes, spans
@@ -347,8 +350,10 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     # A question about the whole gets the broadest communities' central points, a few from each.
     answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,
                            pages=report_pages(selected, index))
-    if cover.missing:
-        note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}."
-        answer = Answer(answer.question, answer.route, answer.mode, answer.text + "\n\n" + note, answer.citations,
-                        answer.report_ids, answer.points, answer.covered)
+    sections = describe_sections(corpus_sections(index)) if whole else ""
+    note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}." if cover.missing else ""
+    if sections or note:
+        text = "\n\n".join(part for part in (sections, answer.text, note) if part)
+        answer = Answer(answer.question, answer.route, answer.mode, text, answer.citations, answer.report_ids,
+                        answer.points, answer.covered)
     return answer

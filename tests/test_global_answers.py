@@ -198,3 +198,40 @@ def test_the_answer_embeds_the_question_as_the_dense_search_does() -> None:
     got = _query_vector(index, "which job syncs the ledger", None)
     assert np.allclose(got, index.embedder.embed(["query: which job syncs the ledger"])[0])
     assert not np.allclose(got, index.embedder.embed(["which job syncs the ledger"])[0])
+
+
+def test_an_answer_about_the_whole_names_the_corpus_sections_by_their_share(built) -> None:
+    """A question about the whole names the top folders, largest share of the text first (ties by name), each
+    with its largest pages by title (a file name where a page has none); a corpus in one folder has none."""
+    from dataclasses import replace
+
+    from answers.sections import corpus_sections, describe_sections
+
+    index, reports = built
+    whole = replace(forced("global"), global_score=0.99)  # read as about the whole, naming nothing
+    flat = global_answer("What are the main topics?", whole, reports, index, None, 8, 3)
+    assert flat.covered and flat.points and "sections" not in flat.text
+
+    pages = [("reference/cli.md", None, 4), ("reference/api.md", "API", 1), ("guide/install.md", "Installing", 3),
+             ("guide/config.md", "Configuration", 2), ("index.md", "Home", 1)]
+    chunks = []
+    for path, title, n in pages:
+        meta = {"path": path, **({"title": title} if title else {})}
+        for i in range(n):
+            text = f"Page {path} part {i} says how the billing-service retries invoices."
+            chunks.append(Chunk(f"{path}#{i:04d}", path, i, text, 0, len(text), 9, path, f"h{path}{i}", meta))
+    folders = ChunkIndex(RetrievalSettings(embedder="none"))
+    folders.add(chunks)
+    sections = corpus_sections(folders)
+    assert [(s.name, round(s.share, 2), s.pages) for s in sections] == [
+        ("guide", 0.45, ("Installing", "Configuration")), ("reference", 0.45, ("cli", "API")), ("", 0.09, ("Home",))]
+    assert describe_sections(sections) == ("The corpus's sections, by their share of its text: guide (45%: Installing, "
+                                           "Configuration); reference (45%: cli, API); the top-level pages (9%: Home).")
+
+    # The reports' own chunks, filed in two folders: the answer opens with them, then the communities' points.
+    filed = ChunkIndex(RetrievalSettings(embedder="none"))
+    filed.add([replace(c, metadata={"path": f"{'runbooks' if c.document_id == 'ops' else 'stories'}/{c.document_id}.md"})
+               for c in _chunks()])
+    answer = global_answer("What are the main topics?", whole, reports, filed, None, 8, 3)
+    assert answer.text.startswith("The corpus's sections, by their share of its text: runbooks (50%: ops); "
+                                  "stories (50%: tale).\n\nAcross the corpus") and answer.points
