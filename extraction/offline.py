@@ -117,8 +117,18 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
                      view: str | None = None) -> list[_Sentence]:
     bp = clip(boilerplate, chunk.start, chunk.end)
     view = prose_view(chunk.text, extra=bp) if view is None else view
-    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(view[s:e], ordinary)))
+    cells = _cells_apart(chunk.text, view)
+    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)))
             for s, e in split_sentences(chunk.text, bp)]
+
+
+def _cells_apart(text: str, view: str) -> str:
+    """``view`` with the pipes of ``text`` that it blanked put back, for finding names: a name does not run across
+    a table's cells, and a cell's first word opens a clause as a list item's does ("| Main server to forward
+    requests to |" names no "Main"). Offsets are unchanged."""
+    if "|" not in text:
+        return view
+    return "".join("|" if t == "|" else v for t, v in zip(text, view))
 
 
 def _repeated_possessives(sentences: Iterable[_Sentence]) -> frozenset[str]:

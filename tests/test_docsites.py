@@ -285,3 +285,22 @@ def test_the_drift_table_is_sorted_by_drift_and_paged() -> None:
     table = html[html.index("Reports (most drifted first)"):]
     scores = [float(x) for x in __import__("re").findall(r"<td class=n>(\d\.\d\d)</td><td class=n>1</td>", table)]
     assert scores == sorted(scores, reverse=True) and len(scores) == len(entries)
+
+
+def test_a_table_cell_opens_like_a_sentence_and_no_name_runs_across_cells() -> None:
+    """An option table's description cell opens like a sentence ("Main server ..." names no "Main", "Disables
+    ..." no "Disables"), and capitalized words in neighbouring cells are no one name ("Retry | Main" was "Retry
+    Main"); a name inside a cell is still found, and the extractor reads the cells, not the pipes."""
+    from core.settings import ExtractionSettings
+    from extraction.loader import document_from_text
+    from extraction.offline import OfflineExtractor
+
+    text = ("# Options\n\n| option | retry | description |\n|---|---|---|\n"
+            "| `upstream` | Retry | Main server the request goes to |\n"
+            "| `tls` | none | Disables the check that Kubernetes runs |\n")
+    doc = document_from_text("options.md", text)
+    chunks = chunk_document(doc, ChunkingSettings())
+    found = OfflineExtractor(ExtractionSettings()).extract(chunks).extractions
+    names = {e.name for x in found for e in x.entities}
+    assert {"upstream", "tls", "Kubernetes"} <= names, names
+    assert not names & {"Main", "Retry", "Retry Main", "Disables"}, names

@@ -12,7 +12,7 @@ import pytest
 
 from core.settings import LLMSettings, StrataSettings
 from core.llm_client import LLMClient, ResponseCache
-from retrieval import router_train as rt
+from routing import train as rt
 from answers.both import GLOBAL_LABEL, LOCAL_LABEL
 from retrieval.embed import minilm_available
 from retrieval.lexicon import EntityLexicon, KnownEntity

@@ -124,20 +124,22 @@ def _caps_names(run: str, start: int, ordinary: frozenset[str]) -> list[tuple[in
 
 
 def _is_sentence_start(sentence: str, offset: int) -> bool:
+    """Whether a word at ``offset`` opens its sentence: after a full stop, a colon, an opening quote, or a table
+    cell's border (a cell's text opens like a sentence: "| Main domain name |")."""
     prefix = sentence[:offset].strip(" \t\n\"'“‘(*#-—–_>")
-    return not prefix or prefix[-1] in ".!?:;“\"‘'"
+    return not prefix or prefix[-1] in ".!?:;“\"‘'|"
 
 
 _REMARK = re.compile(r"\(\s*[a-z][a-z ,-]*\)$")  # "(optional)", "(deprecated)"
 
 
 def _opens_clause(sentence: str, offset: int) -> bool:
-    """Whether a word at ``offset`` opens its sentence, a quotation, a heading or a list item, or stands right
-    after a code span, a type annotation or a lower-case remark in parentheses (an API reference's "* `callback`
-    {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is a type, not a
-    name; "Lothair II (835-869) King of ..." is not such a remark)."""
+    """Whether a word at ``offset`` opens its sentence, a quotation, a heading, a list item or a table cell, or
+    stands right after a code span, a type annotation or a lower-case remark in parentheses (an API reference's
+    "* `callback` {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is
+    a type, not a name; "Lothair II (835-869) King of ..." is not such a remark)."""
     prefix = sentence[:offset].rstrip()
-    return (not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`" or _REMARK.search(prefix) is not None
+    return (not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None
             or _is_sentence_start(sentence, offset))
 
 
