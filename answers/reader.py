@@ -195,7 +195,7 @@ class Reader:
 
     def candidates(self, q: Question, hits: Sequence[Any], index: Any, hops: Sequence[Any] = ()) -> Pool:
         """The candidate units of ``hits`` (``hops``: the search's second hops by title, (moved, named by,
-        title) triples, :attr:`retrieval.index.SearchOutcome.hops`)."""
+        title) triples, :attr:`retrieval.hits.SearchOutcome.hops`)."""
         pool = build_pool(hits, named_pages(index, q.terms), hops)
         if len(pool.candidates) > MAX_EMBEDDED:
             pool = _bounded(pool, q, IndexCorpus(index))

@@ -174,7 +174,7 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     workspace searches them (without the entity vectors a published generation adds)."""
     from core.records import GraphSnapshot
     from core.settings import ExtractionSettings, RetrievalSettings
-    from extraction.chunking import chunk_id
+    from core.records import chunk_id
     from extraction.offline import OfflineExtractor
     from extraction.resolution import resolve
     from retrieval.graph_walk import walk_for_index

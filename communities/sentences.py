@@ -20,9 +20,9 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from extraction.chunking import chunk_id as first_chunk_id
+from core.records import chunk_id as first_chunk_id
 from core.text.names import COMMON_WORDS
-from extraction.offline import split_sentences
+from core.text.sentences import split_sentences
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
     a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
     a unit that starts in lower case after a closing quotation mark is its dialogue tag and is joined to it
     when only spaces or a single line break lie between. (Abbreviations and initials are the splitter's:
-    :func:`extraction.offline.split_sentences`.)"""
+    :func:`core.text.sentences.split_sentences`.)"""
     spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
     for s, e in split_sentences(text):
         while s < e and text[s].isspace():

@@ -31,6 +31,11 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
+def chunk_id(document_id: str, ordinal: int) -> str:
+    """A chunk's id: its document's id and its place in the document."""
+    return f"{document_id}#{ordinal:04d}"
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A window of a document. ``start``/``end`` are character offsets into the document text."""

@@ -3,7 +3,7 @@
 A chunk is about ``chunk_tokens`` tokens of whole units, never cut inside a sentence: the units are a document's
 headings, paragraphs, list items, tables and fenced code blocks (blank lines, item markers, heading lines and fences
 part them). A unit larger than a chunk is cut where it can be read in pieces: a paragraph or item into its
-sentences (:func:`extraction.offline.split_sentences`), a table into its rows, a code block into its lines only
+sentences (:func:`core.text.sentences.split_sentences`), a table into its rows, a code block into its lines only
 when it is longer than :data:`CODE_STRETCH` chunks (a code block is otherwise one unit, in one chunk, quoted whole
 or not at all); only a sentence longer than a chunk is cut between tokens. Consecutive chunks share whole units up
 to ``overlap_tokens`` tokens; a chunk never ends on a heading (the heading goes with what it heads), and a chunk
@@ -22,7 +22,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable
 
-from core.records import Chunk, Document, stable_hash
+from core.records import Chunk, Document, chunk_id, stable_hash
 from core.settings import ChunkingSettings
 from extraction.titles import document_title
 
@@ -39,10 +39,6 @@ CODE_STRETCH = 4  # a code block up to this many chunks long stays whole in one 
 def token_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the approximate tokens of ``text``."""
     return [m.span() for m in _TOKEN.finditer(text)]
-
-
-def chunk_id(document_id: str, ordinal: int) -> str:
-    return f"{document_id}#{ordinal:04d}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +133,7 @@ def _pieces(text: str, unit: Unit, size: int, starts: list[int], ends: list[int]
             spans.append((pos, pos + len(line.rstrip("\n"))))
             pos += len(line)
     else:
-        from extraction.offline import split_sentences  # (offline reads chunks; imported here, not at load)
+        from core.text.sentences import split_sentences  # (it reads the prose view; imported here, not at load)
 
         spans = [(unit.start + s, unit.start + e) for s, e in split_sentences(text[unit.start:unit.end])]
     out: list[Unit] = []
@@ -217,7 +213,7 @@ def chunk_document(doc: Document, settings: ChunkingSettings) -> list[Chunk]:
     if not units:
         return []
     metadata = doc.metadata
-    if "title" not in metadata:  # a first-line "# " heading titles every chunk (retrieval.index.chunk_header)
+    if "title" not in metadata:  # a first-line "# " heading titles every chunk (retrieval.chunk_text.chunk_header)
         title = document_title(doc)
         metadata = {**metadata, "title": title} if title else metadata
     paths = _heading_paths(units)

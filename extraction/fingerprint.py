@@ -134,7 +134,7 @@ def probe_digest() -> str:
     output = {
         "documents": [[d.text, sorted(d.metadata.items(), key=str)] for d in docs],
         "chunks": [[c.id, c.start, c.end] for c in chunks],
-        "sentences": [offline.split_sentences(c.text) for c in chunks],
+        "sentences": [sentences.split_sentences(c.text) for c in chunks],
         "extractions": [[[[e.name, e.type, e.description] for e in x.entities],
                          [[r.source, r.target, r.description] for r in x.relations]] for x in result.extractions],
     }

@@ -5,7 +5,7 @@ finder (:func:`core.text.names.find_entities`: identifiers, capitalized names, C
 terms); this module decides which of them are entities of a document. A Chinese candidate term is one when the
 document uses the whole run in more than one sentence. In a Polish document a name is given in its base form
 ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the
-prose view of the text (:mod:`extraction.markup`: Markdown, HTML, front matter, code blocks and licence
+prose view of the text (:mod:`core.text.markup`: Markdown, HTML, front matter, code blocks and licence
 boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence is a
 name only when it recurs mid-sentence, and "<Name>'s <noun>" is an entity of its own only when the document uses
 the phrase more than once.
@@ -18,9 +18,9 @@ from typing import Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import polish_name
-from core.text.names import COMMON_WORDS, Found, find_entities, ordinary_words
-from core.text.sentences import cut_inside
-from extraction.markup import clip, document_boilerplate, prose_view
+from core.text.names import Found, find_entities, ordinary_words
+from core.text.sentences import split_sentences
+from core.text.markup import clip, document_boilerplate, prose_view
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from extraction.wordlike import WordModel
 from core.records import Chunk
@@ -29,57 +29,7 @@ from core.settings import ExtractionSettings
 # "<Name>'s <noun>" ("Scrooge's nephew", "Alice's team"): kept when the document uses the phrase more than once.
 POSSESSIVE_MIN_USES = 2
 
-_SENT_SPLIT = re.compile(
-    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|\n(?=[ \t]*\|)|(?<=[。！？；])")
 _WORDS_PUNCT = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*[,;:]?", re.UNICODE)
-
-
-def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
-    """A span without the whole lines the view blanks (code, front matter) at either end, nor outer spaces."""
-    while s < e:
-        nl = view.find("\n", s, e)
-        if nl < 0 or view[s:nl].strip():
-            break
-        s = nl + 1
-    while s < e:
-        nl = view.rfind("\n", s, e)
-        if nl < 0 or view[nl:e].strip():
-            break
-        e = nl
-    while s < e and text[s].isspace():
-        s += 1
-    while e > s and text[e - 1].isspace():
-        e -= 1
-    return (s, e) if view[s:e].strip() else None
-
-
-def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
-    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops and semicolons, blank lines, list items,
-    heading lines and table rows), found on its prose view: code blocks, front matter and licence boilerplate
-    (``boilerplate``: spans found in the whole document) hold no sentence. A full stop after an abbreviation or an
-    initial ends none (:func:`core.text.sentences.cut_inside`). Spans are of ``text`` itself, trimmed."""
-    view = prose_view(text, keep_structure=True, extra=boilerplate)
-    spans, pos = [], 0
-    for m in _SENT_SPLIT.finditer(view):
-        if m.start() > pos:
-            spans.append((pos, m.start()))
-        pos = m.end()
-    if pos < len(view):
-        spans.append((pos, len(view)))
-    out: list[tuple[int, int]] = []
-    for s, e in spans:
-        lead = len(view[s:e]) - len(view[s:e].lstrip())
-        nl = view.find("\n", s + lead, e)
-        parts = [(s, nl), (nl + 1, e)] if view[s + lead:s + lead + 1] == "#" and nl >= 0 else [(s, e)]
-        for ps, pe in parts:  # a heading line is a unit of its own
-            t = _trim(text, view, ps, pe)
-            if not t:
-                continue
-            if out and cut_inside(text[out[-1][0]:out[-1][1]], text[out[-1][1]:t[0]], text[t[0]:t[1]], COMMON_WORDS):
-                out[-1] = (out[-1][0], t[1])  # an abbreviation or an initial, not a sentence end: one sentence
-            else:
-                out.append(t)
-    return out
 
 
 def _recurring_terms(sentences: Iterable["_Sentence"]) -> frozenset[str]:

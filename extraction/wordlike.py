@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from extraction.markup import prose_view
+from core.text.markup import prose_view
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts

@@ -73,7 +73,7 @@ def graph_list(walk: Any, text: str, given: float | None, default: float, depth:
                strong: float = 1.0, ahead: WalkAhead | None = None) -> GraphList:
     """The graph list of a search (``walk``: the generation's :class:`~retrieval.graph_walk.GraphWalk` or None;
     ``given``: the caller's ``graph_weight``; ``ranked``: the other lists' order, whose top passages seed the
-    walk beside the question's entities; ``query_vector``: the question's vector, to link entities by;
+    walk when no entity of the question does; ``query_vector``: the question's vector, to link entities by;
     ``strong``: see :func:`default_weight`; ``ahead``: the walk made while the dense list ranked, used when it
     was linked with this same ``query_vector``)."""
     if walk is None or given == 0:

@@ -289,14 +289,12 @@ class GraphWalk:
             return pos[pos >= 0], sims[pos >= 0]
         return np.arange(self.n_entities), m @ (q / norm)
 
-    def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float,
-                     room: int | None = None) -> list[Seed]:
+    def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float) -> list[Seed]:
         """The entities whose vectors are closest to ``query_vector`` (cosine at least ``vector_threshold``, at
         most ``vector_seeds`` of them, none in ``taken`` nor mentioned in more than ``limit`` chunks), each
         weighing its inverse chunk frequency times its similarity times ``vector_weight``."""
         p = self.params
-        room = p.vector_seeds if room is None else room
-        if room <= 0:
+        if p.vector_seeds <= 0:
             return []
         near = self.nearest(query_vector)
         if near is None:
@@ -313,7 +311,7 @@ class GraphWalk:
                 continue
             out.append(Seed(eid, name, name, p.vector_weight * float(sim) * math.log(1.0 + total / self.df[j]),
                             "vector", round(float(sim), 4)))
-            if len(out) >= room:
+            if len(out) >= p.vector_seeds:
                 break
         return out
 

@@ -3,8 +3,8 @@ combination under the ``convex`` and ``adaptive`` fusions), the graph walk's lis
 (:mod:`retrieval.graph_fusion`), the optional lexical rerank, the passages the first hop names by title moved up
 (:mod:`retrieval.hops`), and the hits a caller reads.
 
-Each step takes the order the step before made and returns a new one, so :meth:`retrieval.index.ChunkIndex.search_detailed`
-reads as the list of steps it runs.
+Each step takes the order the step before made and returns a new one, so a search
+(:meth:`retrieval.index.ChunkIndex._ranked`) reads as the list of steps it runs.
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ EMBEDDER_LANGUAGES = frozenset({"en", "und"})
 
 
 class Lexicon(Protocol):
-    """What the router needs from the entity lexicon (routing.router.EntityLexicon)."""
+    """What the router needs from the entity lexicon (retrieval.lexicon.EntityLexicon)."""
 
     total_chunks: int
 

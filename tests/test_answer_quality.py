@@ -11,7 +11,7 @@ import pytest
 
 from core.records import Chunk
 from core.settings import RetrievalSettings
-from extraction.chunking import chunk_id
+from core.records import chunk_id
 from answers.answer import local_answer
 from retrieval.embed import minilm_available
 from retrieval.fusion import adapt_weights, lexical_cues

@@ -10,7 +10,7 @@ import numpy as np
 from communities.sentences import mmr, whole_sentences
 from core.records import Chunk
 from core.settings import RetrievalSettings
-from extraction.chunking import chunk_id
+from core.records import chunk_id
 from answers.units import answer_units, link_only
 from retrieval.index import ChunkIndex
 

@@ -1,5 +1,5 @@
 """A chunk is indexed with its page's title: a passage from the middle of a page is found by what the page is
-about (retrieval.index.chunk_header), and an index from before headers serves until the next run rebuilds it."""
+about (retrieval.chunk_text.chunk_header), and an index from before headers serves until the next run rebuilds it."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from core.settings import CommunitySettings, ExtractionSettings, StrataSettings
 from core.store import open_store
 from extraction.aliases import AliasMerge, alias_merges
 from extraction.canonical import extraction_from_json
-from extraction.offline import OfflineExtractor, split_sentences
+from core.text.sentences import split_sentences
+from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.records import Chunk, GraphSnapshot
 from core.settings import ExtractionSettings, RetrievalSettings
-from extraction.chunking import chunk_id
+from core.records import chunk_id
 from extraction.offline import OfflineExtractor
 from extraction.resolution import resolve
 from retrieval.graph_walk import walk_for_index

@@ -12,7 +12,7 @@ from bench.answers import Question, hit
 from bench.answers_llm import run_llm, without_ids
 from core.records import Chunk
 from core.settings import LLMSettings, RetrievalSettings
-from extraction.chunking import chunk_id
+from core.records import chunk_id
 from retrieval.index import ChunkIndex
 from tests.llm_server import FakeLLMServer, Fault
 

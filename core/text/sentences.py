@@ -1,6 +1,5 @@
-"""Where a full stop ends no sentence: the one abbreviation model the sentence splitter uses
-(:func:`extraction.offline.split_sentences`, under both the relations of the offline extractor and the quotes of
-reports and answers).
+"""The one sentence splitter (:func:`split_sentences`, under both the relations of the offline extractor and the
+quotes of reports and answers), and where a full stop ends no sentence: its abbreviation model.
 
 A splitter cuts after ``.`` followed by a space; this module says when such a cut falls inside a sentence:
 
@@ -19,6 +18,10 @@ about any one text.
 from __future__ import annotations
 
 import re
+from typing import Sequence
+
+from core.text.markup import prose_view
+from core.text.names import COMMON_WORDS
 
 # (never ends a sentence, title before a name, numbering before a number), per language
 _TABLES: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
@@ -71,3 +74,56 @@ def cut_inside(before: str, gap: str, after: str, common: frozenset[str] = froze
     if not initial:
         return False
     return _INITIAL.match(nxt) is not None or word.group(0).lower() not in common
+
+
+# A sentence ends at . ! ? (:func:`cut_inside` judges abbreviations), at CJK full stops, blank lines and list items.
+_SENT_SPLIT = re.compile(
+    r"(?<=[.!?。！？])[\"'”’)\]]*\s+|\n\s*\n|\n(?=[#*\-] )|\n(?=[ \t]*\|)|(?<=[。！？；])")
+
+
+def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
+    """A span without the whole lines the view blanks (code, front matter) at either end, nor outer spaces."""
+    while s < e:
+        nl = view.find("\n", s, e)
+        if nl < 0 or view[s:nl].strip():
+            break
+        s = nl + 1
+    while s < e:
+        nl = view.rfind("\n", s, e)
+        if nl < 0 or view[nl:e].strip():
+            break
+        e = nl
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return (s, e) if view[s:e].strip() else None
+
+
+def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops and semicolons, blank lines, list items,
+    heading lines and table rows), found on its prose view: code blocks, front matter and licence boilerplate
+    (``boilerplate``: spans found in the whole document) hold no sentence. A full stop after an abbreviation or an
+    initial ends none (:func:`core.text.sentences.cut_inside`). Spans are of ``text`` itself, trimmed."""
+    view = prose_view(text, keep_structure=True, extra=boilerplate)
+    spans, pos = [], 0
+    for m in _SENT_SPLIT.finditer(view):
+        if m.start() > pos:
+            spans.append((pos, m.start()))
+        pos = m.end()
+    if pos < len(view):
+        spans.append((pos, len(view)))
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        lead = len(view[s:e]) - len(view[s:e].lstrip())
+        nl = view.find("\n", s + lead, e)
+        parts = [(s, nl), (nl + 1, e)] if view[s + lead:s + lead + 1] == "#" and nl >= 0 else [(s, e)]
+        for ps, pe in parts:  # a heading line is a unit of its own
+            t = _trim(text, view, ps, pe)
+            if not t:
+                continue
+            if out and cut_inside(text[out[-1][0]:out[-1][1]], text[out[-1][1]:t[0]], text[t[0]:t[1]], COMMON_WORDS):
+                out[-1] = (out[-1][0], t[1])  # an abbreviation or an initial, not a sentence end: one sentence
+            else:
+                out.append(t)
+    return out
