@@ -306,14 +306,14 @@ class ChunkIndex:
         f_dense = self._pool.submit(self._dense_rank, text, depth, mask, vector)
         lists.sparse = self.sparse.rank(text, depth, mask)
         if self.graph_walk is not None and graph_weight != 0:
-            by_vector = self._links_by_vector() and not uncovered([q_lang], self.embedder_languages)
+            by_vector = self._links_by_vector(q_lang)
             lists.ahead = walk_ahead(self.graph_walk, text, vector.result() if by_vector else None, depth, mask)
         lists.dense, lists.vector = f_dense.result()
 
     def _link_vector(self, text: str, lists: Lists, q_lang: str, graph_weight: float | None) -> np.ndarray | None:
         """The vector the graph walk links entities by: when the walk has entity vectors of this embedder and the
         embedder reads the question, the dense list's vector (embedded here only when the dense list did not run)."""
-        if graph_weight == 0 or not self._links_by_vector() or uncovered([q_lang], self.embedder_languages):
+        if graph_weight == 0 or not self._links_by_vector(q_lang):
             return None
         if lists.vector is not None or lists.dense_ran:
             return lists.vector
@@ -346,15 +346,16 @@ class ChunkIndex:
         if self.graph_walk is None:
             return None
         qv = None
-        if self._links_by_vector() and not uncovered([self.query_language(text)], self.embedder_languages):
+        if self._links_by_vector(self.query_language(text)):
             qv = self.dense.query_vector(text)  # type: ignore[union-attr]
         return self.graph_walk.link(text, qv)
 
-    def _links_by_vector(self) -> bool:
-        """Whether the graph walk links questions to entities by vector (it has this embedder's entity vectors)."""
+    def _links_by_vector(self, q_lang: str) -> bool:
+        """Whether the walk links a question in ``q_lang`` by vector: it has this embedder's entity vectors, which read it."""
         walk = self.graph_walk
         return (walk is not None and getattr(walk, "entity_vectors", None) is not None and self.embedder is not None
-                and isinstance(self.dense, DenseEngine) and walk.vector_embedder == self.embedder.name)
+                and isinstance(self.dense, DenseEngine) and walk.vector_embedder == self.embedder.name
+                and not uncovered([q_lang], self.embedder_languages))
 
     def _language_warning(self, language: str, where: str, explicit: bool) -> str:
         name = self.embedder.name if self.embedder is not None else "the embedder"

@@ -83,11 +83,15 @@ class _Serving:
         if problems:
             raise ApiError(422, ["body", "metadata_filter", *problems[0][0]], problems[0][1], "filter_too_large")
 
+    def check_query(self, request: MemoryQueryRequest) -> None:
+        """A memory query's text and filter within the server's limits (422 otherwise)."""
+        self.check_text(["body", "search_text"], request.search_text)
+        self.check_filter(request.metadata_filter)
+
     async def memory_query(self, request: MemoryQueryRequest) -> Response:
         """The memory-query contract's answer, from the cache when it holds it (looked up before taking a worker
         slot: a hit costs no thread hop and no search)."""
-        self.check_text(["body", "search_text"], request.search_text)
-        self.check_filter(request.metadata_filter)
+        self.check_query(request)
         engine, cache = self.holder.get(), self.cache
         if cache is None:
             return _json(await self.limiter.run(lambda: engine.query(request), search=True))
@@ -106,8 +110,7 @@ class _Serving:
 
     async def console_search(self, request: MemoryQueryRequest) -> Any:
         """The console's memory query, checked and limited alike."""
-        self.check_text(["body", "search_text"], request.search_text)
-        self.check_filter(request.metadata_filter)
+        self.check_query(request)
         engine = self.holder.get()
         return await self.limiter.run(lambda: engine.search(request), search=True)
 
