@@ -169,7 +169,7 @@ def run_bench(settings: StrataSettings, qs: dict[str, str], rel: dict[str, set[s
     by_vector = sum(bool(link.by_vector) for link in links)
     stats = walk.stats() if walk is not None else {}
     if walk is not None:
-        stats["entity_vectors"] = int(walk.entity_vectors.any(axis=1).sum()) if walk.entity_vectors is not None else 0
+        stats["entity_vectors"] = len(walk.vector_positions) if walk.entity_vectors is not None else 0
     print(f"graph: {stats}; questions linked to an entity: {linked}/{len(qs)} (by name {by_name}, with a seed "
           f"linked by vector {by_vector})")
     timing = pagerank_timing(walk, list(qs.values())) if walk is not None else {}

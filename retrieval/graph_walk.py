@@ -116,7 +116,8 @@ class GraphWalk:
         # one word more than the longest name: a span may open with an article that walk_key drops ("The X Y Z")
         self.max_words = max((spans.word_count(k) for k in keys), default=1) + 1
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
-        self.entity_vectors: np.ndarray | None = None  # (entities, dim), unit rows, by position; None: names only
+        self.entity_vectors: np.ndarray | None = None  # unit rows of the entities that have one; None: names only
+        self.vector_positions: np.ndarray = np.zeros(0, np.int64)  # the walk's position of each of those rows
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
         self.titles: TitleHops | None = None  # the rows' titles, for the second hop by title (retrieval.hops)
@@ -125,17 +126,13 @@ class GraphWalk:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
         do not hold are linked by name only. With an HNSW graph (``vectors.ann``) the nearest entities are
         looked up in it rather than compared with all. Returns how many of the walk's entities have a vector."""
-        row = {eid: i for i, eid in enumerate(vectors.ids)}
-        have = [(p, row[eid]) for p, eid in enumerate(self.entity_ids) if eid in row]
-        matrix = np.zeros((self.n_entities, vectors.matrix.shape[1]), np.float32)
-        position_of_row = np.full(len(vectors.ids), -1, np.int64)  # a vector's row -> the walk's position
-        if have:
-            pos, src = (np.asarray(x, dtype=np.int64) for x in zip(*have))
-            matrix[pos] = vectors.matrix[src]
-            position_of_row[src] = pos
-        self.entity_vectors, self.vector_embedder = matrix, vectors.embedder
+        position = {eid: p for p, eid in enumerate(self.entity_ids)}
+        position_of_row = np.fromiter((position.get(eid, -1) for eid in vectors.ids), np.int64, len(vectors.ids))
+        held = np.flatnonzero(position_of_row >= 0)  # a vector's row -> the walk's position (-1: not in the walk)
+        self.entity_vectors = vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix
+        self.vector_positions, self.vector_embedder = position_of_row[held], vectors.embedder
         self._ann = (vectors.ann, position_of_row) if vectors.ann is not None else None
-        return len(have)
+        return len(held)
 
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod
@@ -276,7 +273,7 @@ class GraphWalk:
         product, or the nearest :data:`~retrieval.entity_vectors.ANN_CANDIDATES` by the HNSW graph when the
         vectors have one; None without entity vectors or for a vector of another size or of length 0."""
         m = self.entity_vectors
-        if m is None or not self.n_entities:
+        if m is None or not len(self.vector_positions):
             return None
         q = np.asarray(query_vector, np.float32).ravel()
         norm = float(np.linalg.norm(q))
@@ -287,7 +284,7 @@ class GraphWalk:
             rows, sims = entity_vectors.nearest(ann, q / norm)
             pos = position_of_row[rows]
             return pos[pos >= 0], sims[pos >= 0]
-        return np.arange(self.n_entities), m @ (q / norm)
+        return self.vector_positions, m @ (q / norm)
 
     def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float) -> list[Seed]:
         """The entities whose vectors are closest to ``query_vector`` (cosine at least ``vector_threshold``, at

@@ -75,7 +75,7 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
     parts = [json.dumps(signature(index), sort_keys=True), json.dumps(rows), json.dumps(graph),
              communities_to_json(communities)]
     if index.embeds_entities:  # a generation without entity vectors (an older version's) is republished
-        parts.append(entity_vectors.RECIPE)
+        parts += [entity_vectors.RECIPE, entity_vectors.SELECTION]
     return stable_hash(*parts, size=16)
 
 
@@ -253,7 +253,11 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
                              communities=communities, manifest=manifest, root=paths.root)
         if (paths.root / "graph.json").exists():  # the graph walk's matrices, built once per generation
             with _reading(paths, "graph.json"):
-                index.graph_walk = walk_for_index(snap.graph(), index, walk_params(settings.retrieval))
+                # Read for the walk and let go: the walk keeps what it needs in arrays, and only the console and
+                # MCP read the graph itself (snap.graph() keeps it from their first use).
+                graph = graph_from_json((paths.root / "graph.json").read_text(encoding="utf-8"))
+                index.graph_walk = walk_for_index(graph, index, walk_params(settings.retrieval))
+                del graph
             with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
                 vectors = entity_vectors.load(paths.index_dir, index.embedder.name if index.embedder else None)
                 if vectors is not None:  # an HNSW graph of them when there are many (built if not written)

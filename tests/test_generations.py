@@ -400,3 +400,19 @@ def test_neo4j_gone_mid_run_then_back_equals_a_clean_run(folder: Path, tmp_path:
         assert_same(state(StrataSettings(**conf)), want)
     finally:
         proxy.close()
+
+
+def test_a_served_generation_keeps_the_walk_not_the_graph(folder: Path, settings: StrataSettings) -> None:
+    """Loading a generation builds the graph walk's arrays from graph.json and lets the parsed graph go (every
+    entity's and relation's description, most of a large generation's memory); the console reads it on first
+    use."""
+    index_folder(folder, settings)
+    engine = Engine(settings)
+    try:
+        snap = engine.current
+        assert snap.index.graph_walk is not None and snap.index.graph_walk.n_entities > 0
+        assert snap._graph is None
+        graph = snap.graph()
+        assert len(graph.entities) >= snap.index.graph_walk.n_entities and snap._graph is graph
+    finally:
+        engine.close()

@@ -14,9 +14,11 @@ def polish_lemma(word: str) -> str | None:
     """The lemma of a Polish word, in the word's own case ("Warszawie" -> "Warszawa"), or None when unknown."""
     import simplemma
 
-    if not word or not simplemma.is_known(word, lang="pl"):
+    # low_memory: the dictionary is read from its compressed stream on demand (the same lemmas; about 55 MB
+    # instead of 365 MB in a serving process, which loads it at its first Polish question).
+    if not word or not simplemma.is_known(word, lang="pl", low_memory=True):
         return None
-    lemma = simplemma.lemmatize(word, lang="pl")
+    lemma = simplemma.lemmatize(word, lang="pl", low_memory=True)
     if word[:1].isupper() and lemma[:1].islower():
         lemma = lemma[:1].upper() + lemma[1:]
     return lemma
