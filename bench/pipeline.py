@@ -145,8 +145,9 @@ class Synthesizer:
         return lang, self.name(), glue.join(self.sentence(lang) for _ in range(self.rng.randint(3, 9)))
 
 
-def build_corpus(n: int, folder: Path, source: str, seed: int = 11) -> tuple[list[Path], Synthesizer]:
-    """Write ``n`` documents into ``folder``; returns their paths and the synthesizer (for the change step)."""
+def build_corpus(n: int, folder: Path, source: str, seed: int = 11) -> tuple[dict[Path, str], Synthesizer]:
+    """Write ``n`` documents into ``folder``; returns their paths with their languages, and the synthesizer (for
+    the change step)."""
     real = real_documents()
     random.Random(seed).shuffle(real)
     synth = Synthesizer(real, seed)
@@ -154,25 +155,27 @@ def build_corpus(n: int, folder: Path, source: str, seed: int = 11) -> tuple[lis
     if source == "real" and n > len(real):
         raise SystemExit(f"--source real: only {len(real)} real documents, asked for {n}")
     docs += [synth.document() for _ in range(n - len(docs))]
-    paths = []
-    for i, (_, title, text) in enumerate(docs):
+    paths: dict[Path, str] = {}
+    for i, (lang, title, text) in enumerate(docs):
         path = folder / f"{i // PER_FOLDER:03d}" / f"d{i:06d}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{title}\n\n{text}\n", encoding="utf-8")
-        paths.append(path)
+        paths[path] = lang
     return paths, synth
 
 
-def change_corpus(folder: Path, paths: list[Path], synth: Synthesizer, fraction: float, seed: int = 5) -> dict[str, int]:
-    """Edit, delete and add documents: ``fraction`` of the corpus in all (0.4 / 0.3 / 0.3)."""
+def change_corpus(folder: Path, paths: dict[Path, str], synth: Synthesizer, fraction: float,
+                  seed: int = 5) -> dict[str, int]:
+    """Edit, delete and add documents: ``fraction`` of the corpus in all (0.4 / 0.3 / 0.3). An edit replaces one
+    sentence with another of the document's language and adds one."""
     rng = random.Random(seed)
     total = max(3, round(len(paths) * fraction))
     edits, deletes = round(total * 0.4), round(total * 0.3)
     adds = total - edits - deletes
-    chosen = rng.sample(paths, edits + deletes)
+    chosen = rng.sample(sorted(paths), edits + deletes)
     for path in chosen[:edits]:
         title, _, body = path.read_text(encoding="utf-8").partition("\n\n")
-        lang = "zh" if re.search(r"[\u4e00-\u9fff]", body) else "en"
+        lang = paths[path]
         parts = [s for s in _SENTENCE.split(body.strip()) if s]
         parts[rng.randrange(len(parts))] = synth.sentence(lang)
         glue = "" if lang == "zh" else " "

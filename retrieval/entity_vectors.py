@@ -6,6 +6,11 @@ to the entities it means but does not spell as the lexicon does (:meth:`retrieva
 - **one chunk, the name alone**: an entity mentioned in a single chunk embeds its name without the description
   (whose words are mostly that chunk's, which the dense list already holds). Three entities in four are such on
   a 10,000-document corpus (bench.pipeline), and their texts were most of the entity side's tokens;
+- **languages**: only entities whose name and description are in a language the embedder reads
+  (:func:`readable`; all of them for an embedder that claims no limit). A question is linked by vector only
+  when the embedder reads its language, so the vector of a Chinese entity made by an English embedder never
+  links anything; on a 10,000-document corpus with a third of its chunks in Chinese, those entities' texts were
+  60% of the entity side's tokens;
 - **cache**: vectors are kept in the workspace's vector cache under a hash of the recipe and the text, so an
   incremental run embeds only new or changed entities;
 - **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity) and
@@ -29,10 +34,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from core.records import Entity, stable_hash
+from core.text.language import detect_language, uncovered
 
 DESCRIPTION_WORDS = 12  # words of the description after the name
 RECIPE = f"name+description{DESCRIPTION_WORDS}"
-SELECTION = "one-chunk entities: name only"
+SELECTION = "one-chunk entities: name only; languages the embedder reads"
 MATRIX_FILE, META_FILE, ANN_FILE = "entity_vectors.npy", "entity_vectors.json", "entity_hnsw.bin"
 ANN_CANDIDATES = 64  # nearest entities an HNSW search returns (the walk keeps at most graph_vector_seeds of them)
 ANN_EF = 128  # its search depth (MuSiQue's entities, the dev questions' exact top 3: 96% at 64, 98.7% at 128)
@@ -56,6 +62,14 @@ def nearest(ann: Any, query: np.ndarray, k: int = ANN_CANDIDATES) -> tuple[np.nd
     ann.set_ef(max(ANN_EF, k))
     labels, dists = ann.knn_query(np.asarray(query, np.float32), k=k, num_threads=1)
     return labels[0].astype(np.int64), (1.0 - dists[0]).astype(np.float32)
+
+
+def readable(entities: Sequence[Entity], languages: frozenset[str] | None) -> list[Entity]:
+    """The entities an embedder reading ``languages`` (None: no limit claimed) gets vectors of: those whose name
+    and description are in one of them, or in no language detection can tell."""
+    if languages is None:
+        return list(entities)
+    return [e for e in entities if not uncovered([detect_language(f"{e.name} {e.description}")], languages)]
 
 
 def entity_text(entity: Entity, words: int | None = None) -> str:

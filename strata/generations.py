@@ -80,13 +80,15 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
 
 
 def write_entity_vectors(index: ChunkIndex, snapshot: GraphSnapshot, folder: Path) -> int:
-    """Embed the entities the index's chunks mention (vectors of unchanged entities from the vector cache) and
-    write them into ``folder`` (the staged index folder). Returns how many were written."""
+    """Embed the entities the index's chunks mention, in the languages its embedder reads (vectors of unchanged
+    entities from the vector cache), and write them into ``folder`` (the staged index folder). Returns how many
+    were written."""
     if not index.embeds_entities:
         return 0
     from core.threads import blas_limit
 
-    entities = [e for e in snapshot.entities if any(c in index.by_id for c in e.chunk_ids)]
+    entities = entity_vectors.readable([e for e in snapshot.entities if any(c in index.by_id for c in e.chunk_ids)],
+                                       index.embedder_languages)
     with blas_limit():
         vectors = entity_vectors.compute(entities, index.embedder, index.vector_cache)
     vectors = entity_vectors.with_ann(vectors, index.settings.entity_hnsw_threshold)

@@ -238,3 +238,13 @@ def test_an_entity_of_one_chunk_embeds_its_name_alone(tmp_path: Path) -> None:
     vectors = entity_vectors.compute([single, shared], emb, None)
     assert emb.seen == ["Lowmarsh", "Verdant Society: A society of gardeners."]
     assert vectors.ids == ("e1", "e2") and np.allclose(np.linalg.norm(vectors.matrix, axis=1), 1.0)
+
+
+def test_only_entities_in_languages_the_embedder_reads_get_vectors() -> None:
+    """A question is linked by vector only in a language the embedder reads, so an English embedder embeds no
+    Chinese entity; names no language can be told of are kept, and an embedder that claims no limit gets all."""
+    english = Entity("e1", "Verdant Society", "name", "The Verdant Society keeps its offices in Lowmarsh.", ("c1",))
+    chinese = Entity("e2", "调度器", "concept", "调度器负责把任务分配给工作节点。", ("c2",))
+    code = Entity("e3", "X-17", "concept", "X-17", ("c3",))
+    assert entity_vectors.readable([english, chinese, code], frozenset({"en"})) == [english, code]
+    assert entity_vectors.readable([english, chinese, code], None) == [english, chinese, code]
