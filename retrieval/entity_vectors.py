@@ -3,14 +3,11 @@ to the entities it means but does not spell as the lexicon does (:meth:`retrieva
 
 - **text**: the entity's name, followed by the first words of its description (``DESCRIPTION_WORDS``), which
   tells apart entities whose names alone say little ("IEEE Transactions");
-- **one chunk, the name alone**: an entity mentioned in a single chunk embeds its name without the description
-  (whose words are mostly that chunk's, which the dense list already holds). Three entities in four are such on
-  a 10,000-document corpus (bench.pipeline), and their texts were most of the entity side's tokens;
 - **languages**: only entities whose name and description are in a language the embedder reads
   (:func:`readable`; all of them for an embedder that claims no limit). A question is linked by vector only
   when the embedder reads its language, so the vector of a Chinese entity made by an English embedder never
-  links anything; on a 10,000-document corpus with a third of its chunks in Chinese, those entities' texts were
-  60% of the entity side's tokens;
+  links anything; on a 10,000-document corpus with 36% of its chunks in Chinese or Polish, those entities' texts
+  were 68% of the entity side's tokens (bench.pipeline);
 - **cache**: vectors are kept in the workspace's vector cache under a hash of the recipe and the text, so an
   incremental run embeds only new or changed entities;
 - **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity) and
@@ -38,7 +35,7 @@ from core.text.language import detect_language, uncovered
 
 DESCRIPTION_WORDS = 12  # words of the description after the name
 RECIPE = f"name+description{DESCRIPTION_WORDS}"
-SELECTION = "one-chunk entities: name only; languages the embedder reads"
+SELECTION = "languages the embedder reads"
 MATRIX_FILE, META_FILE, ANN_FILE = "entity_vectors.npy", "entity_vectors.json", "entity_hnsw.bin"
 ANN_CANDIDATES = 64  # nearest entities an HNSW search returns (the walk keeps at most graph_vector_seeds of them)
 ANN_EF = 128  # its search depth (MuSiQue's entities, the dev questions' exact top 3: 96% at 64, 98.7% at 128)
@@ -72,12 +69,9 @@ def readable(entities: Sequence[Entity], languages: frozenset[str] | None) -> li
     return [e for e in entities if not uncovered([detect_language(f"{e.name} {e.description}")], languages)]
 
 
-def entity_text(entity: Entity, words: int | None = None) -> str:
+def entity_text(entity: Entity, words: int = DESCRIPTION_WORDS) -> str:
     """What an entity's vector embeds: its name, and the first ``words`` words of its description when it says
-    more than the name (default: :data:`DESCRIPTION_WORDS` for an entity of two chunks or more, none for an
-    entity of one chunk)."""
-    if words is None:
-        words = DESCRIPTION_WORDS if len(entity.chunk_ids) > 1 else 0
+    more than the name."""
     desc = " ".join(entity.description.split()[:words]) if words > 0 else ""
     return f"{entity.name}: {desc}" if desc and desc != entity.name else entity.name
 

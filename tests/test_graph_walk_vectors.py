@@ -170,13 +170,13 @@ class CountingEmbedder:
 def test_unchanged_entities_reuse_their_cached_vectors(tmp_path: Path) -> None:
     cache = VectorCache(tmp_path / "vectors.sqlite")
     emb = CountingEmbedder()
-    a = Entity("e1", "Verdant Society", "name", "The Verdant Society keeps its offices in Lowmarsh.", ("c1", "c2"))
-    b = Entity("e2", "Lowmarsh", "name", "A town by the old tram depot.", ("c1", "c2"))
+    a = Entity("e1", "Verdant Society", "name", "The Verdant Society keeps its offices in Lowmarsh.", ("c1",))
+    b = Entity("e2", "Lowmarsh", "name", "A town by the old tram depot.", ("c1",))
     first = entity_vectors.compute([a, b], emb, cache)
     assert len(emb.seen) == 2 and first.ids == ("e1", "e2")
     assert np.allclose(np.linalg.norm(first.matrix, axis=1), 1.0)
     emb.seen.clear()
-    changed = Entity("e2", "Lowmarsh", "name", "A harbour town with a market square.", ("c1", "c2"))
+    changed = Entity("e2", "Lowmarsh", "name", "A harbour town with a market square.", ("c1",))
     second = entity_vectors.compute([a, changed], emb, cache)
     assert emb.seen == [entity_vectors.entity_text(changed)]  # only the entity whose text changed
     assert np.array_equal(second.matrix[0], first.matrix[0])
@@ -226,18 +226,6 @@ def test_many_entities_are_looked_up_in_an_hnsw_graph_published_with_the_generat
         assert engine.index.graph_link(PARAPHRASE).by_vector[0] == "Journal of Quantum Gardening"
     finally:
         engine.close()
-
-
-
-def test_an_entity_of_one_chunk_embeds_its_name_alone(tmp_path: Path) -> None:
-    """Entities mentioned in one chunk (three in four on a large corpus) embed their name without the
-    description (mostly their chunk's words); entities of two chunks or more embed both."""
-    emb = CountingEmbedder()
-    single = Entity("e1", "Lowmarsh", "name", "A harbour town with a market square.", ("c1",))
-    shared = Entity("e2", "Verdant Society", "name", "A society of gardeners.", ("c1", "c2"))
-    vectors = entity_vectors.compute([single, shared], emb, None)
-    assert emb.seen == ["Lowmarsh", "Verdant Society: A society of gardeners."]
-    assert vectors.ids == ("e1", "e2") and np.allclose(np.linalg.norm(vectors.matrix, axis=1), 1.0)
 
 
 def test_only_entities_in_languages_the_embedder_reads_get_vectors() -> None:
