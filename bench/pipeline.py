@@ -13,9 +13,7 @@ For each N:
    seconds per stage; the workspace's disk.
 4. **Serving**, in its own process: load the published generation (``Engine``) and answer 200 memory queries
    (questions of the same third-party sets) through the memory-query contract; the load time, the resident
-   memory after them (``serve_rss_mb``) and the process's peak (``serve_peak_rss_mb``, which includes parsing the
-   generation's files), and the query p50. A server whose console or MCP resources read the graph itself holds
-   it too (``QuerySnapshot.graph``): these figures are those of a server used through the API.
+   memory after them, and the query p50.
 5. **A change of --change of the documents** (0.4 of them edited: a sentence replaced and one added; 0.3
    deleted; 0.3 new documents added), then ``strata index`` again: the incremental run's wall time and stages.
 6. **The graph's shape**, read from the published generation: entities per chunk, entity degrees (relations),
@@ -23,8 +21,7 @@ For each N:
 
 **The corpus.** Real documents first: every unique text of ../shared/data (SciFact's 5,183 abstracts, the two
 multi-hop sets' 2,884 passages, and the contexts of the QA sets: SQuAD 2.0 and XQuAD in English, DRCD and
-XQuAD in Chinese, PolAQ in Polish): 13,037 in all (8,867 English, 2,240 Chinese, 1,930 Polish), in a seeded
-random order, so up to 13,037 documents are all real. Past those, synthetic
+XQuAD in Chinese, PolAQ in Polish), about 11,000 in all, in a seeded random order. Past those, synthetic
 documents: each takes 3 to 9 real sentences of one language (chosen in the real documents' proportions) from
 random documents; in English and Polish sentences, one capitalized run of words (not the sentence's first word)
 is replaced with a name drawn from a pool of real names (the multi-hop passages' titles and the QA sets'
@@ -61,7 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 PER_FOLDER = 1000
 QUERIES = 200
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
 _CAPITALIZED_RUN = re.compile(r"(?<=[a-ząćęłńóśźż,;:] )[A-ZĄĆĘŁŃÓŚŹŻ][\w'’-]+(?: [A-ZĄĆĘŁŃÓŚŹŻ][\w'’-]+)*")
 
 
@@ -202,9 +199,7 @@ def _rss_mb() -> float:
 
 
 def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Run ``cmd``; (wall seconds, its peak RSS in MB, its stdout). Stderr passes through (progress). The peak is
-    the kernel's ``ru_maxrss`` of the child, which starts from this process's own (about 60 MB at 10,000
-    documents), so it is exact for children larger than that."""
+    """Run ``cmd``; (wall seconds, its peak RSS in MB, its stdout). Stderr passes through (progress)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, cwd=ROOT, text=True)
     assert proc.stdout is not None
@@ -251,7 +246,7 @@ def peer(folder: Path, out: Path, embedder_name: str) -> None:
     bm25 = BM25Index(r.bm25_k1, r.bm25_b, r.bm25_epsilon)
     bm25.add(tokenizer(c.text, detect_language(c.text)) for c in chunks)
     bm25.commit()
-    embedder = make_embedder(embedder_name, r.hashing_dim, model_cache=r.model_cache)
+    embedder = make_embedder(embedder_name, r.hashing_dim)
     assert embedder is not None, f"embedder {embedder_name!r} gives no vectors"
     vectors = embed_with_progress(embedder, [c.text for c in chunks], None)
     out.mkdir(parents=True)
@@ -291,9 +286,8 @@ def serve(data_dir: Path) -> None:
         t = time.perf_counter()
         engine.query(MemoryQueryRequest(query_id=f"q{i}", search_text=q, top_k=10))
         times.append((time.perf_counter() - t) * 1000)
-    rss_after = _rss_mb()
     engine.close()
-    print(json.dumps({"serve_load_s": round(load_s, 2), "serve_rss_mb": round(rss_after, 1),
+    print(json.dumps({"serve_load_s": round(load_s, 2), "serve_rss_mb": round(_rss_mb(), 1),
                       "serve_rss_loaded_mb": round(rss_loaded, 1), "serve_rss_imports_mb": round(rss_before, 1),
                       "query_p50_ms": round(statistics.median(times), 2),
                       "query_p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2)}))
@@ -326,7 +320,7 @@ def shape(data_dir: Path) -> None:
             degree[end] = degree.get(end, 0) + 1
     level0 = [len(c.get("entity_ids", [])) for c in communities if c.get("level", 0) == 0]
     ranked = sorted(degree.values(), reverse=True)
-    # The Zipf plot's slope: log(degree) against log(rank) over the 1,000 highest degrees.
+    # The degree distribution's tail exponent: the slope of log(rank) against log(degree) over the top 1,000.
     top = [(math.log(r + 1), math.log(d)) for r, d in enumerate(ranked[:1000]) if d > 0]
     slope = None
     if len(top) > 10:
@@ -375,8 +369,7 @@ def one_size(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     run = _json_tail(out)
     print(f"[{n:,}] pipeline: {index_s:.1f} s, peak {index_rss:.0f} MB", file=sys.stderr, flush=True)
     disk = disk_mb(ws)
-    _, serve_peak, out = run_measured(me + ["_serve", str(ws)], env)
-    served = {**_json_tail(out), "serve_peak_rss_mb": round(serve_peak)}
+    served = _json_tail(run_measured(me + ["_serve", str(ws)], env)[2])
     graph = _json_tail(run_measured(me + ["_shape", str(ws)], env)[2])
     changed = change_corpus(folder, paths, synth, args.change)
     inc_s, inc_rss, out = run_measured(_index_cmd(folder, ws), env)
@@ -400,8 +393,7 @@ def _table(r: dict[str, Any]) -> str:
              f"  {'':<14}{'pipeline':>12}{'peer':>12}"]
     lines += [f"  {a:<14}{b:>12}{c:>12}" for a, b, c in rows]
     lines.append(f"  ratio {r['ratio']:.2f}; stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["stage_s"].items()))
-    lines.append(f"  serving: load {r['serve_load_s']} s, {r['serve_rss_mb']:.0f} MB resident "
-                 f"(peak {r['serve_peak_rss_mb']} MB), "
+    lines.append(f"  serving: load {r['serve_load_s']} s, {r['serve_rss_mb']:.0f} MB resident, "
                  f"query p50 {r['query_p50_ms']} ms (p95 {r['query_p95_ms']} ms)")
     lines.append(f"  change {r['change']}: {r['incremental_s']:.1f} s = {r['incremental_share']:.1%} of the full run; "
                  "stages: " + ", ".join(f"{k} {v:.1f}" for k, v in r["incremental_stage_s"].items()))

@@ -3,14 +3,14 @@ to the entities it means but does not spell as the lexicon does (:meth:`retrieva
 
 - **text**: the entity's name, followed by the first words of its description (``DESCRIPTION_WORDS``), which
   tells apart entities whose names alone say little ("IEEE Transactions");
-- **languages**: only entities whose description (or name, when it has none) is in a language the embedder
-  reads (:func:`readable`; all of them for an embedder that claims no limit). A question is linked by vector
-  only when the embedder reads its language, and what an English embedder makes of a Chinese text says little
-  of its meaning; on a 10,000-document corpus with 36% of its chunks in Chinese or Polish, those entities' texts
+- **languages**: only entities whose name and description are in a language the embedder reads
+  (:func:`readable`; all of them for an embedder that claims no limit). A question is linked by vector only
+  when the embedder reads its language, so the vector of a Chinese entity made by an English embedder never
+  links anything; on a 10,000-document corpus with 36% of its chunks in Chinese or Polish, those entities' texts
   were 68% of the entity side's tokens (bench.pipeline);
 - **cache**: vectors are kept in the workspace's vector cache under a hash of the recipe and the text, so an
   incremental run embeds only new or changed entities;
-- **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity embedded) and
+- **files**: ``index/entity_vectors.npy`` (float32, one unit-length row per entity) and
   ``index/entity_vectors.json`` (the entity ids in row order, the embedder's name and the recipe), written
   beside the chunk vectors when a generation is published and read when it loads. A generation published
   before entity vectors existed has neither file; its walk links by names alone;
@@ -62,12 +62,11 @@ def nearest(ann: Any, query: np.ndarray, k: int = ANN_CANDIDATES) -> tuple[np.nd
 
 
 def readable(entities: Sequence[Entity], languages: frozenset[str] | None) -> list[Entity]:
-    """The entities an embedder reading ``languages`` (None: no limit claimed) gets vectors of: those whose
-    description (or name, without one) is in one of them, or in no language detection can tell. The description,
-    not the name: an English text's "Łódź" is an English entity."""
+    """The entities an embedder reading ``languages`` (None: no limit claimed) gets vectors of: those whose name
+    and description are in one of them, or in no language detection can tell."""
     if languages is None:
         return list(entities)
-    return [e for e in entities if not uncovered([detect_language(e.description or e.name)], languages)]
+    return [e for e in entities if not uncovered([detect_language(f"{e.name} {e.description}")], languages)]
 
 
 def entity_text(entity: Entity, words: int = DESCRIPTION_WORDS) -> str:

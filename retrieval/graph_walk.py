@@ -116,9 +116,7 @@ class GraphWalk:
         # one word more than the longest name: a span may open with an article that walk_key drops ("The X Y Z")
         self.max_words = max((spans.word_count(k) for k in keys), default=1) + 1
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
-        # Unit rows of the entities that have a vector (none kept with an HNSW graph, which holds its own copy;
-        # then only the width); None: names only.
-        self.entity_vectors: np.ndarray | None = None
+        self.entity_vectors: np.ndarray | None = None  # unit rows of the entities that have one; None: names only
         self.vector_positions: np.ndarray = np.zeros(0, np.int64)  # the walk's position of each of those rows
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
@@ -128,13 +126,10 @@ class GraphWalk:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
         do not hold are linked by name only. With an HNSW graph (``vectors.ann``) the nearest entities are
         looked up in it rather than compared with all. Returns how many of the walk's entities have a vector."""
-        position_of_row = np.fromiter((self.position.get(eid, -1) for eid in vectors.ids), np.int64,
-                                      len(vectors.ids))  # a vector's row -> the walk's position (-1: not in it)
-        held = np.flatnonzero(position_of_row >= 0)
-        if vectors.ann is not None:
-            self.entity_vectors = np.zeros((0, vectors.matrix.shape[1]), np.float32)
-        else:
-            self.entity_vectors = vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix
+        position = {eid: p for p, eid in enumerate(self.entity_ids)}
+        position_of_row = np.fromiter((position.get(eid, -1) for eid in vectors.ids), np.int64, len(vectors.ids))
+        held = np.flatnonzero(position_of_row >= 0)  # a vector's row -> the walk's position (-1: not in the walk)
+        self.entity_vectors = vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix
         self.vector_positions, self.vector_embedder = position_of_row[held], vectors.embedder
         self._ann = (vectors.ann, position_of_row) if vectors.ann is not None else None
         return len(held)

@@ -236,30 +236,3 @@ def test_only_entities_in_languages_the_embedder_reads_get_vectors() -> None:
     code = Entity("e3", "X-17", "concept", "X-17", ("c3",))
     assert entity_vectors.readable([english, chinese, code], frozenset({"en"})) == [english, code]
     assert entity_vectors.readable([english, chinese, code], None) == [english, chinese, code]
-
-
-@pytest.mark.parametrize("hnsw", [False, True])
-def test_vectors_of_some_entities_link_those_and_only_those(hnsw: bool) -> None:
-    """Entity vectors in any order, some of entities the walk does not hold, and walk entities without one (a
-    language the embedder does not read): the nearest entities come back as the walk's positions with their
-    similarities, by the product and by the HNSW graph alike."""
-    from core.records import GraphSnapshot
-    from retrieval.graph_walk import GraphWalk
-
-    names = ["Alder", "Birch", "Cedar", "Damson"]
-    entities = tuple(Entity(f"e{i}", n, "name", n, (f"c{i}",)) for i, n in enumerate(names))
-    walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(4)}, 4)
-    ids = ("x", "e3", "e1", "y", "e0")  # e2 has no vector; x and y are not in the walk
-    matrix = np.eye(5, 8, dtype=np.float32)
-    vectors = entity_vectors.EntityVectors(ids, matrix, "test")
-    assert walk.attach_vectors(entity_vectors.with_ann(vectors, 1 if hnsw else 10**9)) == 3
-    for row, eid in enumerate(ids):
-        near = walk.nearest(matrix[row])
-        assert near is not None
-        pos, sims = near
-        best = {walk.entity_ids[int(p)]: float(s) for p, s in zip(pos, sims)}
-        assert set(best) <= {"e0", "e1", "e3"} and "e2" not in best
-        if eid.startswith("e"):
-            assert best[eid] == pytest.approx(1.0) and max(best, key=best.get) == eid
-        else:
-            assert max(best.values()) == pytest.approx(0.0, abs=1e-6)
