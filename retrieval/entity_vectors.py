@@ -5,8 +5,8 @@ to the entities it means but does not spell as the lexicon does (:meth:`retrieva
   tells apart entities whose names alone say little ("IEEE Transactions");
 - **languages**: only entities whose name and description are in a language the embedder reads
   (:func:`readable`; all of them for an embedder that claims no limit). A question is linked by vector only
-  when the embedder reads its language, so the vector of a Chinese entity made by an English embedder never
-  links anything; on a 10,000-document corpus with 36% of its chunks in Chinese or Polish, those entities' texts
+  when the embedder reads its language, and what an English embedder makes of a Chinese text says little of
+  its meaning; on a 10,000-document corpus with 36% of its chunks in Chinese or Polish, those entities' texts
   were 68% of the entity side's tokens (bench.pipeline);
 - **cache**: vectors are kept in the workspace's vector cache under a hash of the recipe and the text, so an
   incremental run embeds only new or changed entities;
