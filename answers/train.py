@@ -467,36 +467,45 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                                                  for i in np.flatnonzero(train)])])
     xs = np.clip((x - mean) / scale, -CLIP, CLIP)
 
+    # Every set's questions weigh as much as another set's together: the two multi-hop sets (100 questions each)
+    # count beside the reading-comprehension sets (1,500 each) instead of vanishing among them.
+    set_of = np.array([e.set for e in eps])
+    q_weight = np.ones(len(eps))
+    for name in np.unique(set_of[train]):
+        m = train & (set_of == name)
+        q_weight[m] = 1.0 / np.sqrt(m.sum())
+    q_weight *= train.sum() / max(1e-12, q_weight[train].sum())
+
     def groups(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = [np.arange(pooled.rows(i).start, pooled.rows(i).stop) for i in np.flatnonzero(sel)]
         rows = np.concatenate(idx) if idx else np.zeros(0, np.int64)
         starts = np.concatenate([[0], np.cumsum([len(r) for r in idx])[:-1]]).astype(np.int64)
-        return rows, starts, np.array([len(r) for r in idx])
+        return rows, starts, q_weight[sel]
 
     best = None
     for lam in LAMBDAS:
         ll = []
         for f in range(FOLDS):
-            tr_rows, tr_starts, _ = groups(train & (folds != f))
-            te_rows, te_starts, _ = groups(train & (folds == f))
+            tr_rows, tr_starts, tr_w = groups(train & (folds != f))
+            te_rows, te_starts, te_w = groups(train & (folds == f))
             if not len(te_rows):
                 continue
-            w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam)
+            w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam, tr_w)
             p = group_softmax(xs[te_rows] @ w, te_starts)
-            ll.append(-np.sum(np.log(np.maximum(np.add.reduceat(p * pooled.y[te_rows], te_starts), 1e-12))))
+            ll.append(-np.sum(te_w * np.log(np.maximum(np.add.reduceat(p * pooled.y[te_rows], te_starts), 1e-12))))
         score = float(np.sum(ll)) / max(1, int(train.sum()))
         if best is None or score < best[0]:
             best = (score, lam)
     assert best is not None
     lam = best[1]
-    all_rows, all_starts, _ = groups(train)
-    coef = fit_conditional_logit(xs[all_rows], pooled.y[all_rows], all_starts, lam)
+    all_rows, all_starts, all_w = groups(train)
+    coef = fit_conditional_logit(xs[all_rows], pooled.y[all_rows], all_starts, lam, all_w)
     ranker = Linear(FEATURES, mean, scale, coef)
     # out-of-fold logits for the ranker's own training questions; the full model's for the rest
     logits = xs @ coef
     for f in range(FOLDS):
-        tr_rows, tr_starts, _ = groups(train & (folds != f))
-        w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam)
+        tr_rows, tr_starts, tr_w = groups(train & (folds != f))
+        w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam, tr_w)
         for i in np.flatnonzero(train & (folds == f)):
             r = pooled.rows(i)
             logits[r] = xs[r] @ w

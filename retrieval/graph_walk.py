@@ -126,8 +126,7 @@ class GraphWalk:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
         do not hold are linked by name only. With an HNSW graph (``vectors.ann``) the nearest entities are
         looked up in it rather than compared with all. Returns how many of the walk's entities have a vector."""
-        position = {eid: p for p, eid in enumerate(self.entity_ids)}
-        position_of_row = np.fromiter((position.get(eid, -1) for eid in vectors.ids), np.int64, len(vectors.ids))
+        position_of_row = np.fromiter((self.position.get(eid, -1) for eid in vectors.ids), np.int64, len(vectors.ids))
         held = np.flatnonzero(position_of_row >= 0)  # a vector's row -> the walk's position (-1: not in the walk)
         self.entity_vectors = vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix
         self.vector_positions, self.vector_embedder = position_of_row[held], vectors.embedder

@@ -20,7 +20,7 @@ from core.disk import disk_full, is_disk_full
 from core.records import GraphSnapshot, stable_hash
 from core.settings import StrataSettings
 from strata import integrity
-from strata.generations import communities_from_json, graph_from_json, reports_from_json
+from strata.generations import GRAPH_FILE, communities_from_json, read_graph, reports_from_json
 from strata.jsonlog import append_jsonl, read_jsonl
 from strata.workspace import GenerationPaths, Workspace
 
@@ -54,8 +54,7 @@ def generation_drift(settings: StrataSettings, paths: GenerationPaths | None) ->
     integrity.check(paths)
     reports = reports_from_json(paths.reports_path.read_text(encoding="utf-8"))
     communities = communities_from_json(paths.communities_path.read_text(encoding="utf-8"))
-    graph_path = paths.root / "graph.json"
-    snapshot = graph_from_json(graph_path.read_text(encoding="utf-8")) if graph_path.exists() else GraphSnapshot((), ())
+    snapshot = read_graph(paths.root) if (paths.root / GRAPH_FILE).exists() else GraphSnapshot((), ())
     return compute_drift(reports, communities, snapshot, chunk_hashes(paths), settings.communities, llm)
 
 

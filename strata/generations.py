@@ -33,6 +33,14 @@ from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
 
+GRAPH_FILE = "graph.json"
+
+
+def read_graph(root: Path) -> GraphSnapshot:
+    """The entity graph a generation published (its ``graph.json``)."""
+    return graph_from_json((root / GRAPH_FILE).read_text(encoding="utf-8"))
+
+
 def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
     return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids)) for e in snapshot.entities], total_chunks)
 
@@ -145,7 +153,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
         (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
-        (staged / "graph.json").write_text(graph_to_json(snapshot), encoding="utf-8")
+        (staged / GRAPH_FILE).write_text(graph_to_json(snapshot), encoding="utf-8")
         manifest = {"digest": digest, "base_digest": base, "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     "chunks": len(index), "entities": len(snapshot.entities), "relations": len(snapshot.relations),
                     "communities": len(communities), "reports": len(reports), "retrieval": index.describe(), **info}
@@ -224,10 +232,9 @@ class QuerySnapshot:
         """The entity graph as this generation published it (read on first use; the console needs it, answers
         do not)."""
         if self._graph is None:
-            path = self.root / "graph.json" if self.root is not None else None
-            if path is None or not path.exists():
-                raise FileNotFoundError(f"generation {self.number} holds no graph.json (published by an older version)")
-            self._graph = graph_from_json(path.read_text(encoding="utf-8"))
+            if self.root is None or not (self.root / GRAPH_FILE).exists():
+                raise FileNotFoundError(f"generation {self.number} holds no {GRAPH_FILE} (published by an older version)")
+            self._graph = read_graph(self.root)
         return self._graph
 
     def close(self) -> None:
@@ -253,11 +260,11 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
             manifest = paths.manifest()
         snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, reports=reports,
                              communities=communities, manifest=manifest, root=paths.root)
-        if (paths.root / "graph.json").exists():  # the graph walk's matrices, built once per generation
-            with _reading(paths, "graph.json"):
+        if (paths.root / GRAPH_FILE).exists():  # the graph walk's matrices, built once per generation
+            with _reading(paths, GRAPH_FILE):
                 # Read for the walk and let go: the walk keeps what it needs in arrays, and only the console and
                 # MCP read the graph itself (snap.graph() keeps it from their first use).
-                graph = graph_from_json((paths.root / "graph.json").read_text(encoding="utf-8"))
+                graph = read_graph(paths.root)
                 index.graph_walk = walk_for_index(graph, index, walk_params(settings.retrieval))
                 del graph
             with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
