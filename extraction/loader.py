@@ -30,7 +30,7 @@ from core.records import Document, LoadProblem, stable_hash
 from extraction.kinds import kind_of
 from extraction.markdown_text import normalize_markdown
 from extraction.site_nav import nav_titles
-from extraction.titles import heading_title
+from extraction.titles import file_title, heading_title
 
 TEXT_SUFFIXES = {".txt", ".md", ".markdown"}
 MARKDOWN_SUFFIXES = {".md", ".markdown"}
@@ -135,15 +135,18 @@ def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = Non
     """The document a ``.txt`` or ``.md`` file at ``rel`` holding ``text`` becomes (front matter and ``sidecar``
     metadata, Markdown normalized, its kind); EmptyDocumentError for a file with no text. ``nav_title``: the
     title the site's navigation gives a Markdown page (:mod:`extraction.site_nav`), its title when it has none
-    of its own (no front matter ``title``, no first-line ``#`` heading), as the generator titles it."""
+    of its own (no front matter ``title``, no first-line ``#`` heading), as the generator titles it; without
+    one, the title its file's name gives it (:func:`extraction.titles.file_title`)."""
     front, body = _split_front_matter(text, rel)
     meta = {**_path_meta(rel), **(sidecar or {}), **front}
     doc_id = str(meta.pop("id", rel))
     if Path(rel).suffix.lower() in MARKDOWN_SUFFIXES:
         page = normalize_markdown(body)
         body = page.text
-        if nav_title and "title" not in meta and heading_title(body) is None:
-            meta["title"] = nav_title
+        if "title" not in meta and heading_title(body) is None:
+            fallback = nav_title or file_title(rel)
+            if fallback:
+                meta["title"] = fallback
         title = meta.get("title")
         meta.setdefault("kind", kind_of(page.shape, title if isinstance(title, str) else None))
     if not body.strip():

@@ -6,7 +6,8 @@ extracted again, with no version to bump by hand. The texts touch every path of 
 and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
 spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
-words, fenced code, a table whose cells open like sentences, a hash in an example), abbreviations and initials, Chinese names and repeated terms
+words, fenced code, a table whose cells open like sentences, a hash in an example, a page titled only by its
+file's name), abbreviations and initials, Chinese names and repeated terms
 (Simplified and Traditional), and Polish names in their cases.
 """
 
@@ -36,6 +37,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "```python\ndef handler(request):\n    return Response(\"ok\")\n"
      "```\n\n| setting | default | meaning |\n|---|---|---|\n| `timeout` | 30 | seconds a request may take |\n"
      "| `upstream` | Retry | Main server the request goes to |\n"),
+    ("guides/rate_limits.md",
+     "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
      "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),

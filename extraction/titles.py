@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Sequence
 
 from core.records import Chunk, Document
@@ -36,6 +37,21 @@ def document_title(doc: Document) -> str | None:
     if isinstance(meta, str) and _clean(meta):
         return _clean(meta)
     return heading_title(doc.text)
+
+
+def file_title(rel: str) -> str | None:
+    """The title a documentation generator gives a page with none of its own, from its file's name (MkDocs, and
+    a GitHub wiki, title such a page this way): ``-`` and ``_`` read as spaces, an all-lowercase name
+    capitalized (``json_schema.md``: "Json schema"), an ``index`` or ``README`` page named after its folder
+    (none at the top, where it would only say "Home"), and no title from a name without a letter."""
+    path = PurePosixPath(rel)
+    name = path.stem
+    if name.lower() in ("index", "readme"):
+        name = path.parent.name
+    title = " ".join(name.replace("-", " ").replace("_", " ").split())
+    if not any(ch.isalpha() for ch in title):
+        return None
+    return _clean(title.capitalize() if title.lower() == title else title)
 
 
 def heading_title(text: str) -> str | None:

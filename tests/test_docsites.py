@@ -187,7 +187,7 @@ nav:
         assert docs[f"{prefix}concepts/models.md"].metadata["title"] == "Models and fields"
         assert docs[f"{prefix}index.md"].metadata["title"] == "Front matter wins"
         assert "title" not in docs[f"{prefix}concepts/headed.md"].metadata  # its own heading titles it
-        assert "title" not in docs[f"{prefix}loose.md"].metadata
+        assert docs[f"{prefix}loose.md"].metadata["title"] == "Loose"  # unlisted: titled by its file's name
     looped = tmp_path / "looped"
     (looped / "docs").mkdir(parents=True)
     (looped / "mkdocs.yml").write_text("nav: &a\n  - Section: *a\n  - 2024: page.md\n", encoding="utf-8")
@@ -196,7 +196,25 @@ nav:
     other = tmp_path / "other"
     other.mkdir()
     (other / "page.md").write_text("No site here.\n", encoding="utf-8")
-    assert "title" not in load_folder(other).documents[0].metadata
+    assert load_folder(other).documents[0].metadata["title"] == "Page"
+
+
+def test_a_page_with_no_title_anywhere_is_titled_by_its_file_name_as_generators_title_it(tmp_path: Path) -> None:
+    """Without a title, heading or navigation entry, a Markdown page's file name titles it (as MkDocs and a
+    GitHub wiki title it): a folder of such pages then gets community titles and a sections line made of its
+    pages' names instead of "Identifier entities about ...". A plain-text file keeps no title."""
+    (tmp_path / "concepts").mkdir()
+    (tmp_path / "concepts" / "json_schema.md").write_text("Schemas describe models.\n", encoding="utf-8")
+    (tmp_path / "concepts" / "index.md").write_text("What the concepts are.\n", encoding="utf-8")
+    (tmp_path / "Getting-Started.md").write_text("Install it first.\n", encoding="utf-8")
+    (tmp_path / "index.md").write_text("Welcome.\n", encoding="utf-8")
+    (tmp_path / "2024-05-01.md").write_text("A dated note.\n", encoding="utf-8")
+    (tmp_path / "headed.md").write_text("# Its own heading\n\nText.\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("Plain notes.\n", encoding="utf-8")
+    titles = {d.id: d.metadata.get("title") for d in load_folder(tmp_path).documents}
+    assert titles == {"concepts/json_schema.md": "Json schema", "concepts/index.md": "Concepts",
+                      "Getting-Started.md": "Getting Started", "index.md": None, "2024-05-01.md": None,
+                      "headed.md": None, "notes.txt": None}
 
 
 def test_kinds_from_structure() -> None:
@@ -304,3 +322,13 @@ def test_a_table_cell_opens_like_a_sentence_and_no_name_runs_across_cells() -> N
     names = {e.name for x in found for e in x.entities}
     assert {"upstream", "tls", "Kubernetes"} <= names, names
     assert not names & {"Main", "Retry", "Retry Main", "Disables"}, names
+
+
+def test_backticks_pair_in_order_so_prose_between_two_code_spans_is_no_code() -> None:
+    """`b` is too short to name anything; its closing backtick still closes it, so the prose up to the next
+    span ("doesn't get the") is not read as a code span and made an identifier."""
+    sentence = "The list validator for `b` doesn't get the `allow_partial` instruction from `x` or `strict`."
+    found = [(f.name, f.type) for f in find_entities(sentence)]
+    assert found == [("allow_partial", "identifier"), ("strict", "identifier")]
+    long = "Run `" + "a" * 90 + "` and then the `max_connections` setting applies."
+    assert [f.name for f in find_entities(long)] == ["max_connections"]

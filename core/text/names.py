@@ -53,9 +53,13 @@ _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 # begins, since those scripts write no space between words ("DECnet是" is the name DECnet and the particle 是).
 _LW = r"(?:(?![\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])\w)"
 
+CODE_NAME_CHARS = (2, 80)  # a code span names something when its text is this long (`b` is a variable, not a name)
+
 # Patterns in priority order: earlier patterns win when spans overlap.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("code", re.compile(r"`([^`\n]{2,80})`")),
+    # every backtick pair, in order (a span's length is judged after pairing: a bound in the pattern would pair the
+    # closing backtick of `b` with the opening one of the next span, and take the prose between for code)
+    ("code", re.compile(r"`([^`\n]+)`")),
     ("error_code", re.compile(r"\bHTTP[ /-]?[1-5]\d\d\b|\b[1-5]\d\d (?=(?:error|errors|response|responses|status)\b)", re.I)),
     ("error_code", re.compile(r"\b(?:[A-Z]{1,6}-\d{2,6}|E\d{3,6}|[A-Z]{2,}\d{2,6}|ERR_[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|TIMEOUT|EXCEEDED|DENIED|REFUSED|RESET))\b")),
     ("function", re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\)")),
@@ -278,7 +282,8 @@ def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> No
     if kind == "code":
         s, e = m.span(1)
         text = m.group(1).strip()
-        if len(text.split()) > 4 or junk_reason(text) is not None:
+        sized = CODE_NAME_CHARS[0] <= len(text) <= CODE_NAME_CHARS[1]
+        if not sized or len(text.split()) > 4 or junk_reason(text) is not None:
             # A snippet of code, a path, a URL: not a name, and nothing inside it is one either.
             if finds.free(m.start(), m.end()):
                 finds.taken.append(m.span())
