@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import Sequence
 
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
@@ -257,6 +258,21 @@ def _html_blocks(html: str) -> list[str]:
     return blocks
 
 
+_NAME_JOINS = "._/:-"  # what joins the parts of a dotted, slashed or dashed name
+
+
+def _wrapped_name(out: list[str], kids: Sequence[SyntaxTreeNode], i: int) -> bool:
+    """Whether the code span at ``kids[i]`` goes on a name that a ``<br>`` just before it wrapped: the span
+    before that break ends with a joining character (a table's narrow column writes the option
+    ``providers.kubernetes.endpoint`` as `providers.`<br>`kubernetes.`<br>`endpoint`)."""
+    if not (0 < i < len(kids) and kids[i].type == "code_inline" and kids[i - 1].type == "html_inline"
+            and re.match(r"<br\b", kids[i - 1].content, re.I)):
+        return False
+    last = out[-1] if out else ""
+    return (len(last) > 2 and last.startswith("`") and last.endswith("`") and not last.startswith("``")
+            and last[-2] in _NAME_JOINS and " " not in kids[i].content)
+
+
 class _Writer:
     def __init__(self) -> None:
         self.shape = MarkdownShape()
@@ -272,6 +288,8 @@ class _Writer:
                 out.append(child.content)
                 if self._in_link:
                     self.shape.link_words += len(_WORDS.findall(child.content))
+            elif t == "code_inline" and _wrapped_name(out, kids, i):
+                out[-1] = out[-1][:-1] + child.content + "`"  # the rest of a name a line break wrapped
             elif t == "code_inline":
                 before = "".join(out)[-1:]
                 after = kids[i + 1].content[:1] if i + 1 < len(kids) and kids[i + 1].type == "text" else ""
@@ -286,7 +304,7 @@ class _Writer:
             elif t == "hardbreak":
                 out.append("\n")
             elif t == "html_inline":
-                if re.match(r"<br\b", child.content, re.I):
+                if re.match(r"<br\b", child.content, re.I) and not _wrapped_name(out, kids, i + 1):
                     out.append(" ")
             elif t == "link":
                 self._in_link += 1

@@ -332,3 +332,16 @@ def test_backticks_pair_in_order_so_prose_between_two_code_spans_is_no_code() ->
     assert found == [("allow_partial", "identifier"), ("strict", "identifier")]
     long = "Run `" + "a" * 90 + "` and then the `max_connections` setting applies."
     assert [f.name for f in find_entities(long)] == ["max_connections"]
+
+
+def test_a_name_a_table_wraps_with_line_breaks_reads_as_one_name() -> None:
+    """A narrow table column writes one option as code spans joined by <br> after each dot; the page means one
+    name, so the text holds it whole (and the extractor finds it). Spans with no joining character stay apart."""
+    page = ("| Field | Description |\n|---|---|\n"
+            "| <a id=\"e\" href=\"#e\">`providers.`<br/>`kubernetesIngressNGINX.`<br/>`endpoint`</a> | Server URL.<br />"
+            "More here. |\n| `retry`<br>`timeout` | Two options. |\n")
+    text = normalize_markdown(page).text
+    assert "`providers.kubernetesIngressNGINX.endpoint`" in text and "`retry` `timeout`" in text
+    assert "Server URL. More here." in text
+    names = [f.name for line in text.splitlines() for f in find_entities(line)]
+    assert "providers.kubernetesIngressNGINX.endpoint" in names and "kubernetesIngressNGINX." not in names
