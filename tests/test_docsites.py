@@ -332,6 +332,11 @@ def test_backticks_pair_in_order_so_prose_between_two_code_spans_is_no_code() ->
     assert found == [("allow_partial", "identifier"), ("strict", "identifier")]
     long = "Run `" + "a" * 90 + "` and then the `max_connections` setting applies."
     assert [f.name for f in find_entities(long)] == ["max_connections"]
+    # quotes typed as ``...'' (as in Wikipedia dumps): the prose between two of them is no code, and its names
+    # are still names
+    quoted = ("``Hello'' is a single the band Red Velvet recorded for an album that SM Entertainment released "
+              "in Seoul in 2016, after ``Automatic''.")
+    assert {"Red Velvet", "SM Entertainment", "Seoul"} <= {f.name for f in find_entities(quoted)}
 
 
 def test_a_name_a_table_wraps_with_line_breaks_reads_as_one_name() -> None:

@@ -282,8 +282,11 @@ def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> No
     if kind == "code":
         s, e = m.span(1)
         text = m.group(1).strip()
-        sized = CODE_NAME_CHARS[0] <= len(text) <= CODE_NAME_CHARS[1]
-        if not sized or len(text.split()) > 4 or junk_reason(text) is not None:
+        if not CODE_NAME_CHARS[0] <= len(text) <= CODE_NAME_CHARS[1]:
+            # `b` names nothing; a "span" longer than any name is prose between two stray backticks (quotes
+            # typed as ``...'' in a Wikipedia dump), whose names are still to be found
+            return
+        if len(text.split()) > 4 or junk_reason(text) is not None:
             # A snippet of code, a path, a URL: not a name, and nothing inside it is one either.
             if finds.free(m.start(), m.end()):
                 finds.taken.append(m.span())
