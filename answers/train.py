@@ -20,7 +20,8 @@ answer.
 Then, in order:
 1. the question-kind classifier (:mod:`answers.kinds`): softmax regression on the questions' multilingual-e5
    vectors, labels read off their gold answers, L2 strength by 5-fold cross-validation;
-2. the ranker: a conditional logit over each answerable question's candidates, L2 strength by cross-validation;
+2. the ranker: a conditional logit over each answerable question's candidates, each set's questions weighed by
+   one over the square root of their number, L2 strength by cross-validation;
 3. ``keep_share``, the share of the best unit's probability a further unit needs to be quoted;
 4. answerability: a logistic regression over :data:`answers.signals.ANSWERABILITY` computed from out-of-fold
    ranker scores, labelled by whether the corpus answers the question (1 for a set's own answerable questions,
@@ -467,8 +468,9 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                                                  for i in np.flatnonzero(train)])])
     xs = np.clip((x - mean) / scale, -CLIP, CLIP)
 
-    # Every set's questions weigh as much as another set's together: the two multi-hop sets (100 questions each)
-    # count beside the reading-comprehension sets (1,500 each) instead of vanishing among them.
+    # Each set's questions weigh one over the square root of their number: the two multi-hop sets (100 questions
+    # each) count beside the reading-comprehension sets (up to 1,500 each) instead of vanishing among them, without
+    # standing for as much as one of them (chosen among 1, 1/sqrt(n) and 1/n on leave-one-set-out figures).
     set_of = np.array([e.set for e in eps])
     q_weight = np.ones(len(eps))
     for name in np.unique(set_of[train]):

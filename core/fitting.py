@@ -82,6 +82,8 @@ def fit_conditional_logit(x: np.ndarray, y: np.ndarray, starts: np.ndarray, lam:
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x))))
     y = y.astype(np.float64)
     gw = np.ones(len(starts)) if group_weight is None else np.asarray(group_weight, np.float64)
+    if gw.shape != (len(starts),) or (gw < 0).any():
+        raise ValueError(f"group_weight must hold one weight >= 0 per group ({len(starts)}), not shape {gw.shape}")
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
         s = x @ w

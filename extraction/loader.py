@@ -143,12 +143,13 @@ def document_from_text(rel: str, text: str, sidecar: dict[str, Any] | None = Non
     if Path(rel).suffix.lower() in MARKDOWN_SUFFIXES:
         page = normalize_markdown(body)
         body = page.text
-        if "title" not in meta and heading_title(body) is None:
-            fallback = nav_title or file_title(rel)
-            if fallback:
-                meta["title"] = fallback
+        untitled = "title" not in meta and heading_title(body) is None
+        if untitled and nav_title:
+            meta["title"] = nav_title
         title = meta.get("title")
         meta.setdefault("kind", kind_of(page.shape, title if isinstance(title, str) else None))
+        if untitled and not nav_title and (named := file_title(rel)):  # after the kind: a file name is no heading
+            meta["title"] = named
     if not body.strip():
         raise EmptyDocumentError("no text (blank, or front matter only)")
     return Document(id=doc_id, source=rel, text=body, content_hash=content_hash(body), metadata=_json_safe(meta))

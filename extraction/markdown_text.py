@@ -258,7 +258,7 @@ def _html_blocks(html: str) -> list[str]:
     return blocks
 
 
-_NAME_JOINS = "._/:-"  # what joins the parts of a dotted, slashed or dashed name
+_NAME_JOINS = "._"  # what joins the parts of a dotted name (a path or URL list may break after a slash)
 
 
 def _wrapped_name(out: list[str], kids: Sequence[SyntaxTreeNode], i: int) -> bool:
@@ -270,7 +270,8 @@ def _wrapped_name(out: list[str], kids: Sequence[SyntaxTreeNode], i: int) -> boo
         return False
     last = out[-1] if out else ""
     return (len(last) > 2 and last.startswith("`") and last.endswith("`") and not last.startswith("``")
-            and last[-2] in _NAME_JOINS and " " not in kids[i].content)
+            and last[-2] in _NAME_JOINS and kids[i].content[:1].isalnum() and "`" not in kids[i].content
+            and " " not in kids[i].content)
 
 
 class _Writer:

@@ -11,11 +11,13 @@ passages (entity ids are keyed by the normalized name).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Sequence
 
 from core.records import Chunk, Document
+from core.text.junk import junk_reason
 from core.text.keys import normalize_name
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult
 
@@ -43,15 +45,20 @@ def file_title(rel: str) -> str | None:
     """The title a documentation generator gives a page with none of its own, from its file's name (MkDocs, and
     a GitHub wiki, title such a page this way): ``-`` and ``_`` read as spaces, an all-lowercase name
     capitalized (``json_schema.md``: "Json schema"), an ``index`` or ``README`` page named after its folder
-    (none at the top, where it would only say "Home"), and no title from a name without a letter."""
-    path = PurePosixPath(rel)
+    (none at the top, where it would only say "Home"). None for a name that says nothing a reader could call a
+    title: no letter, an id or hash (:func:`core.text.junk.junk_reason`), or a name a generator keeps out of the
+    pages (``_index.md``, ``_Sidebar.md``)."""
+    path = PurePosixPath(unicodedata.normalize("NFC", rel))
     name = path.stem
     if name.lower() in ("index", "readme"):
         name = path.parent.name
-    title = " ".join(name.replace("-", " ").replace("_", " ").split())
-    if not any(ch.isalpha() for ch in title):
+    if name.startswith(("_", ".")):
         return None
-    return _clean(title.capitalize() if title.lower() == title else title)
+    title = " ".join(name.replace("-", " ").replace("_", " ").split())
+    title = title.capitalize() if title.lower() == title else title
+    if not any(ch.isalpha() for ch in title) or junk_reason(title) is not None:
+        return None
+    return _clean(title)
 
 
 def heading_title(text: str) -> str | None:

@@ -211,10 +211,16 @@ def test_a_page_with_no_title_anywhere_is_titled_by_its_file_name_as_generators_
     (tmp_path / "2024-05-01.md").write_text("A dated note.\n", encoding="utf-8")
     (tmp_path / "headed.md").write_text("# Its own heading\n\nText.\n", encoding="utf-8")
     (tmp_path / "notes.txt").write_text("Plain notes.\n", encoding="utf-8")
-    titles = {d.id: d.metadata.get("title") for d in load_folder(tmp_path).documents}
+    (tmp_path / "3f2a9b1c.md").write_text("A note named by a hash.\n", encoding="utf-8")
+    (tmp_path / "_Sidebar.md").write_text("Links.\n", encoding="utf-8")
+    (tmp_path / "upgrade-to-2.0.md").write_text("Steps to take.\n\n1. Back up.\n2. Upgrade.\n", encoding="utf-8")
+    docs = {d.id: d for d in load_folder(tmp_path).documents}
+    titles = {i: d.metadata.get("title") for i, d in docs.items()}
     assert titles == {"concepts/json_schema.md": "Json schema", "concepts/index.md": "Concepts",
                       "Getting-Started.md": "Getting Started", "index.md": None, "2024-05-01.md": None,
-                      "headed.md": None, "notes.txt": None}
+                      "headed.md": None, "notes.txt": None, "3f2a9b1c.md": None, "_Sidebar.md": None,
+                      "upgrade-to-2.0.md": "Upgrade to 2.0"}
+    assert docs["upgrade-to-2.0.md"].metadata["kind"] != "changelog"  # a file's name is no heading for its kind
 
 
 def test_kinds_from_structure() -> None:
@@ -337,6 +343,11 @@ def test_backticks_pair_in_order_so_prose_between_two_code_spans_is_no_code() ->
     quoted = ("``Hello'' is a single the band Red Velvet recorded for an album that SM Entertainment released "
               "in Seoul in 2016, after ``Automatic''.")
     assert {"Red Velvet", "SM Entertainment", "Seoul"} <= {f.name for f in find_entities(quoted)}
+    stray = ("Don`t worry about this long preamble that goes on and on for well over eighty characters, until we "
+             "set `retry` and `timeout` here.")
+    assert {"retry", "timeout"} <= {f.name for f in find_entities(stray)}
+    doubled = "Use `` `x` `` in the config and `max_size` after it."  # a span holding a backtick, as CommonMark writes it
+    assert [f.name for f in find_entities(doubled)] == ["max_size"]
 
 
 def test_a_name_a_table_wraps_with_line_breaks_reads_as_one_name() -> None:
@@ -347,6 +358,8 @@ def test_a_name_a_table_wraps_with_line_breaks_reads_as_one_name() -> None:
             "More here. |\n| `retry`<br>`timeout` | Two options. |\n")
     text = normalize_markdown(page).text
     assert "`providers.kubernetesIngressNGINX.endpoint`" in text and "`retry` `timeout`" in text
+    paths = normalize_markdown("Look in `src/`<br>`tests/` and `https://a.example/`<br>`https://b.example/`.\n").text
+    assert "`src/` `tests/`" in paths and "`https://a.example/` `https://b.example/`" in paths  # paths stay apart
     assert "Server URL. More here." in text
     names = [f.name for line in text.splitlines() for f in find_entities(line)]
     assert "providers.kubernetesIngressNGINX.endpoint" in names and "kubernetesIngressNGINX." not in names

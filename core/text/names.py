@@ -57,9 +57,11 @@ CODE_NAME_CHARS = (2, 80)  # a code span names something when its text is this l
 
 # Patterns in priority order: earlier patterns win when spans overlap.
 _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    # every backtick pair, in order (a span's length is judged after pairing: a bound in the pattern would pair the
-    # closing backtick of `b` with the opening one of the next span, and take the prose between for code)
-    ("code", re.compile(r"`([^`\n]+)`")),
+    # a code span as CommonMark pairs one: a run of backticks closed by a run of the same length, here within a
+    # name's length (so a stray backtick, or quotes typed as ``...'', pair with nothing); its length is judged
+    # after pairing (a pattern that asks for two characters pairs the closing backtick of `b` with the next span's
+    # opening one, and takes the prose between for code)
+    ("code", re.compile(r"(?<!`)(`+)(?!`)([^\n]{1,%d}?)(?<!`)\1(?!`)" % CODE_NAME_CHARS[1])),
     ("error_code", re.compile(r"\bHTTP[ /-]?[1-5]\d\d\b|\b[1-5]\d\d (?=(?:error|errors|response|responses|status)\b)", re.I)),
     ("error_code", re.compile(r"\b(?:[A-Z]{1,6}-\d{2,6}|E\d{3,6}|[A-Z]{2,}\d{2,6}|ERR_[A-Z0-9_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_(?:ERROR|FAILED|TIMEOUT|EXCEEDED|DENIED|REFUSED|RESET))\b")),
     ("function", re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\)")),
@@ -280,12 +282,10 @@ def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> No
     text = sentence[s:e]
     etype: str | None = kind
     if kind == "code":
-        s, e = m.span(1)
-        text = m.group(1).strip()
-        if not CODE_NAME_CHARS[0] <= len(text) <= CODE_NAME_CHARS[1]:
-            # `b` names nothing; a "span" longer than any name is prose between two stray backticks (quotes
-            # typed as ``...'' in a Wikipedia dump), whose names are still to be found
-            return
+        s, e = m.span(2)
+        text = m.group(2).strip()
+        if len(text) < CODE_NAME_CHARS[0]:
+            return  # `b` names nothing
         if len(text.split()) > 4 or junk_reason(text) is not None:
             # A snippet of code, a path, a URL: not a name, and nothing inside it is one either.
             if finds.free(m.start(), m.end()):
