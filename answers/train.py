@@ -20,8 +20,7 @@ answer.
 Then, in order:
 1. the question-kind classifier (:mod:`answers.kinds`): softmax regression on the questions' multilingual-e5
    vectors, labels read off their gold answers, L2 strength by 5-fold cross-validation;
-2. the ranker: a conditional logit over each answerable question's candidates, each set's questions weighed by
-   one over the square root of their number, L2 strength by cross-validation;
+2. the ranker: a conditional logit over each answerable question's candidates, L2 strength by cross-validation;
 3. ``keep_share``, the share of the best unit's probability a further unit needs to be quoted;
 4. answerability: a logistic regression over :data:`answers.signals.ANSWERABILITY` computed from out-of-fold
    ranker scores, labelled by whether the corpus answers the question (1 for a set's own answerable questions,
@@ -468,46 +467,36 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                                                  for i in np.flatnonzero(train)])])
     xs = np.clip((x - mean) / scale, -CLIP, CLIP)
 
-    # Each set's questions weigh one over the square root of their number: the two multi-hop sets (100 questions
-    # each) count beside the reading-comprehension sets (up to 1,500 each) instead of vanishing among them, without
-    # standing for as much as one of them (chosen among 1, 1/sqrt(n) and 1/n on leave-one-set-out figures).
-    set_of = np.array([e.set for e in eps])
-    q_weight = np.ones(len(eps))
-    for name in np.unique(set_of[train]):
-        m = train & (set_of == name)
-        q_weight[m] = 1.0 / np.sqrt(m.sum())
-    q_weight *= train.sum() / max(1e-12, q_weight[train].sum())
-
     def groups(sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = [np.arange(pooled.rows(i).start, pooled.rows(i).stop) for i in np.flatnonzero(sel)]
         rows = np.concatenate(idx) if idx else np.zeros(0, np.int64)
         starts = np.concatenate([[0], np.cumsum([len(r) for r in idx])[:-1]]).astype(np.int64)
-        return rows, starts, q_weight[sel]
+        return rows, starts, np.array([len(r) for r in idx])
 
     best = None
     for lam in LAMBDAS:
         ll = []
         for f in range(FOLDS):
-            tr_rows, tr_starts, tr_w = groups(train & (folds != f))
-            te_rows, te_starts, te_w = groups(train & (folds == f))
+            tr_rows, tr_starts, _ = groups(train & (folds != f))
+            te_rows, te_starts, _ = groups(train & (folds == f))
             if not len(te_rows):
                 continue
-            w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam, tr_w)
+            w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam)
             p = group_softmax(xs[te_rows] @ w, te_starts)
-            ll.append(-np.sum(te_w * np.log(np.maximum(np.add.reduceat(p * pooled.y[te_rows], te_starts), 1e-12))))
+            ll.append(-np.sum(np.log(np.maximum(np.add.reduceat(p * pooled.y[te_rows], te_starts), 1e-12))))
         score = float(np.sum(ll)) / max(1, int(train.sum()))
         if best is None or score < best[0]:
             best = (score, lam)
     assert best is not None
     lam = best[1]
-    all_rows, all_starts, all_w = groups(train)
-    coef = fit_conditional_logit(xs[all_rows], pooled.y[all_rows], all_starts, lam, all_w)
+    all_rows, all_starts, _ = groups(train)
+    coef = fit_conditional_logit(xs[all_rows], pooled.y[all_rows], all_starts, lam)
     ranker = Linear(FEATURES, mean, scale, coef)
     # out-of-fold logits for the ranker's own training questions; the full model's for the rest
     logits = xs @ coef
     for f in range(FOLDS):
-        tr_rows, tr_starts, tr_w = groups(train & (folds != f))
-        w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam, tr_w)
+        tr_rows, tr_starts, _ = groups(train & (folds != f))
+        w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam)
         for i in np.flatnonzero(train & (folds == f)):
             r = pooled.rows(i)
             logits[r] = xs[r] @ w

@@ -73,17 +73,12 @@ def group_softmax(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return out
 
 
-def fit_conditional_logit(x: np.ndarray, y: np.ndarray, starts: np.ndarray, lam: float,
-                          group_weight: np.ndarray | None = None) -> np.ndarray:
+def fit_conditional_logit(x: np.ndarray, y: np.ndarray, starts: np.ndarray, lam: float) -> np.ndarray:
     """The conditional logit: weights ``w`` such that, in each group (a question's candidates: consecutive rows
     from ``starts``), softmax(x @ w) puts its mass on the rows labelled 1 (a group may have several). Every
-    group must hold a row labelled 1. L2 strength ``lam``; no intercept (a softmax ignores one). Each group's
-    log-likelihood counts ``group_weight`` times (default 1)."""
+    group must hold a row labelled 1. L2 strength ``lam``; no intercept (a softmax ignores one)."""
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(x))))
     y = y.astype(np.float64)
-    gw = np.ones(len(starts)) if group_weight is None else np.asarray(group_weight, np.float64)
-    if gw.shape != (len(starts),) or (gw < 0).any():
-        raise ValueError(f"group_weight must hold one weight >= 0 per group ({len(starts)}), not shape {gw.shape}")
 
     def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
         s = x @ w
@@ -91,8 +86,8 @@ def fit_conditional_logit(x: np.ndarray, y: np.ndarray, starts: np.ndarray, lam:
         e = np.exp(s - m)
         all_ = np.add.reduceat(e, starts)
         pos = np.add.reduceat(e * y, starts)
-        loss = -float(np.sum(gw * (np.log(pos) - np.log(all_)))) + 0.5 * lam * float(w @ w)
-        grad_s = gw[group] * (e / all_[group] - e * y / pos[group])
+        loss = -float(np.sum(np.log(pos) - np.log(all_))) + 0.5 * lam * float(w @ w)
+        grad_s = e / all_[group] - e * y / pos[group]
         return loss, x.T @ grad_s + lam * w
 
     res = minimize(objective, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B",

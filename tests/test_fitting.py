@@ -53,25 +53,6 @@ def test_the_conditional_logit_gradient_is_exact() -> None:
     assert np.linalg.norm(grad(w)) < 1e-3  # the fit sits at the minimum of the same objective
 
 
-def test_group_weights_decide_between_groups_that_disagree() -> None:
-    """Two kinds of group: in the first, feature 0 marks the answer; in the second, feature 1 does and feature 0
-    points away from it. Weighting a kind's groups makes its signal the one the fit trusts, and weights of 1
-    are the unweighted fit."""
-    a, ya, sa = _groups(2, 100, 5)
-    b, yb, sb = _groups(3, 100, 5)
-    b = b[:, ::-1].copy()  # feature 1 marks the answer in the second kind ...
-    b[yb, 0] -= 1.0  # ... and feature 0 is lower on it
-    x, y = np.vstack([a, b]), np.concatenate([ya, yb])
-    starts = np.concatenate([sa, sb + len(a)])
-    first = np.r_[np.full(len(sa), 10.0), np.ones(len(sb))]
-    second = np.r_[np.ones(len(sa)), np.full(len(sb), 10.0)]
-    w_first = fit_conditional_logit(x, y, starts, 1.0, first)
-    w_second = fit_conditional_logit(x, y, starts, 1.0, second)
-    assert w_first[0] > w_first[1] and w_second[1] > w_second[0]
-    assert np.allclose(fit_conditional_logit(x, y, starts, 1.0, np.ones(len(starts))),
-                       fit_conditional_logit(x, y, starts, 1.0))
-
-
 def test_softmax_and_logistic_regression_recover_a_separable_signal() -> None:
     rng = np.random.default_rng(2)
     x = rng.normal(size=(300, 3))
