@@ -44,7 +44,9 @@ def configure(settings: ComputeSettings) -> None:
     the other core (measured: a whole core, while the server answered 50 clients)."""
     global _settings, _process_limit
     _settings, _process_limit = settings, settings.blas_threads
-    _blas_controller().limit(limits=_process_limit, user_api="blas")  # never restored: the process's own limit
+    # a fresh look at the loaded libraries: a module is in sys.modules before its library is loaded, so the
+    # import-count check below can miss a library an import in another thread was still loading
+    _blas_controller(force=True).limit(limits=_process_limit, user_api="blas")  # never restored: the process's own
 
 
 def settings() -> ComputeSettings:
@@ -72,13 +74,13 @@ def _modules_now() -> tuple[int, str | None]:
     return len(sys.modules), next(reversed(sys.modules), None)
 
 
-def _blas_controller() -> ThreadpoolController:
+def _blas_controller(force: bool = False) -> ThreadpoolController:
     # Inspecting the loaded libraries costs about 0.5 ms, a limit through a kept controller about 10
     # microseconds (the query path embeds one text at a time). BLAS libraries arrive with imports (scipy brings
     # its own OpenBLAS beside numpy's), so the controller is rebuilt whenever modules were imported since: when
     # their count or the last one imported changed (a module removed and another imported keep the count).
     global _controller, _modules_seen
-    if _controller is None or _modules_now() != _modules_seen:
+    if force or _controller is None or _modules_now() != _modules_seen:
         import numpy  # noqa: F401  (load numpy's BLAS before looking for it)
 
         known = {lib.filepath for lib in _controller.lib_controllers} if _controller is not None else set()

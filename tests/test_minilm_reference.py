@@ -73,7 +73,7 @@ def test_gelu_matches_exact_erf() -> None:
 def test_blas_limit_really_limits_threads() -> None:
     import numpy  # noqa: F401  (BLAS loaded)
 
-    threads._blas_controller()  # a library loaded since configure() gets the process's limit now, not mid-test
+    threads._blas_controller(force=True)  # a library loaded since configure() gets the process's limit now
     before = _blas_threads()
     assert before, "no BLAS library found"
     with threads.blas_limit(1) as n:
@@ -193,7 +193,7 @@ def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.Mon
 def test_a_block_ending_on_another_thread_leaves_the_running_block_its_limit() -> None:
     """Blocks on two threads share the process's count: one that ends while the other runs restores the other's
     limit, not what the process had before (a server's request threads, a test's leftover thread)."""
-    threads._blas_controller()
+    threads._blas_controller(force=True)
     before = _blas_threads()
     inside = threading.Event()
     leave = threading.Event()
