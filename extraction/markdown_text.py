@@ -53,6 +53,7 @@ _TAB = re.compile(r"^([ \t]*)===[+!]?[ \t]+\"(.*)\"[ \t]*$")
 _DIRECTIVE = re.compile(r"^[ \t]*:::[ \t]+[\w.:]+[ \t]*$")
 _SNIPPET = re.compile(r"^[ \t]*-{1,2}8<-{1,2}")  # pymdownx.snippets: "--8<-- "file""
 _ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "*[HTML]: Hyper Text ..."
+_BR = re.compile(r"<br\b", re.I)  # a line break written in HTML, inside a paragraph or a table cell
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
 # pymdownx.blocks: "/// type | title" opens a block (its options, indented, follow), "///" alone closes one.
 _BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]*$")
@@ -266,7 +267,7 @@ def _wrapped_name(out: list[str], kids: Sequence[SyntaxTreeNode], i: int) -> boo
     before that break ends with a joining character (a table's narrow column writes the option
     ``providers.kubernetes.endpoint`` as `providers.`<br>`kubernetes.`<br>`endpoint`)."""
     if not (0 < i < len(kids) and kids[i].type == "code_inline" and kids[i - 1].type == "html_inline"
-            and re.match(r"<br\b", kids[i - 1].content, re.I)):
+            and _BR.match(kids[i - 1].content)):
         return False
     last = out[-1] if out else ""
     return (len(last) > 2 and last.startswith("`") and last.endswith("`") and not last.startswith("``")
@@ -305,7 +306,7 @@ class _Writer:
             elif t == "hardbreak":
                 out.append("\n")
             elif t == "html_inline":
-                if re.match(r"<br\b", child.content, re.I) and not _wrapped_name(out, kids, i + 1):
+                if _BR.match(child.content) and not _wrapped_name(out, kids, i + 1):
                     out.append(" ")
             elif t == "link":
                 self._in_link += 1

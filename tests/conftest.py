@@ -77,3 +77,26 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> objec
     if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("STRATA_FORBID_SKIPS") == "1":
         report.outcome = "failed"
         report.longrepr = f"skipped in a run that forbids skips (STRATA_FORBID_SKIPS=1): {report.longrepr}"
+
+
+def in_own_process(test):  # type: ignore[no-untyped-def]
+    """Run the decorated test in a pytest process of its own. For tests of process-wide state that earlier tests
+    in the same process may have changed and that no test can reset (the BLAS libraries' thread counts): the
+    test body runs in the child, and its failure, with its output, fails the test here."""
+    import functools
+    import subprocess
+    import sys
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        node = os.environ["PYTEST_CURRENT_TEST"].rsplit(" (", 1)[0]
+        if os.environ.get("STRATA_TEST_OWN_PROCESS") == node:
+            return test(*args, **kwargs)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", node], cwd=ROOT,
+                              env={**os.environ, "STRATA_TEST_OWN_PROCESS": node}, capture_output=True,
+                              text=True, timeout=600)
+        if done.returncode != 0 or "1 passed" not in done.stdout:
+            pytest.fail(f"{node} failed in a process of its own (exit {done.returncode}):\n"
+                        f"{done.stdout[-6000:]}\n{done.stderr[-2000:]}", pytrace=False)
+
+    return run

@@ -15,7 +15,7 @@ import pytest
 
 from bench import bm25 as bench_bm25
 from bench.leiden import planted_graph, run_hierarchy, top_level_modularity
-from tests.conftest import ROOT
+from tests.conftest import ROOT, in_own_process
 
 PEERS = ("bm25s_p50_ms", "bm25s_numpy_p50_ms", "tantivy_p50_ms", "rank_bm25_p50_ms")
 
@@ -70,6 +70,7 @@ def test_leiden_reports_the_modularity_of_the_timed_partition() -> None:
                                                                              if not any(v in c for c in top)]))
 
 
+@in_own_process
 def test_embed_peer_runs_under_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     from threadpoolctl import threadpool_info
 

