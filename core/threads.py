@@ -45,8 +45,8 @@ def configure(settings: ComputeSettings) -> None:
     matrix products on its own threads, and each unlimited product would leave an OpenBLAS thread spinning on
     the other core (measured: a whole core, while the server answered 50 clients)."""
     global _settings, _process_limit, _configured
-    _settings, _process_limit, _configured = settings, settings.blas_threads, _configured + 1
     with _blocks_lock:
+        _settings, _process_limit, _configured = settings, settings.blas_threads, _configured + 1
         # a fresh look at the loaded libraries: a module is in sys.modules before its library is loaded, so the
         # import-count check below can miss a library an import in another thread was still loading
         controller = _blas_controller(force=True)
