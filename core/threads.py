@@ -35,7 +35,6 @@ _settings = ComputeSettings()
 _controller: ThreadpoolController | None = None
 _modules_seen: tuple[int, str | None] = (0, None)  # (how many modules, the last imported)
 _process_limit: int | None = None  # set by configure(); applied to BLAS libraries loaded later too
-_configured = 0  # how many times configure() ran: a block that outlives a configure() ends on the new limit
 
 
 def configure(settings: ComputeSettings) -> None:
@@ -44,15 +43,16 @@ def configure(settings: ComputeSettings) -> None:
     later gets the limit at the next block): a server's searches run
     matrix products on its own threads, and each unlimited product would leave an OpenBLAS thread spinning on
     the other core (measured: a whole core, while the server answered 50 clients)."""
-    global _settings, _process_limit, _configured
-    with _blocks_lock:
-        _settings, _process_limit, _configured = settings, settings.blas_threads, _configured + 1
+    global _settings, _process_limit, _base
+    with _blocks_lock, _any_thread_sets():
+        _settings, _process_limit = settings, settings.blas_threads
         # a fresh look at the loaded libraries: a module is in sys.modules before its library is loaded, so the
         # import-count check below can miss a library an import in another thread was still loading
         controller = _blas_controller(force=True)
-        if not _blocks:  # a block in force keeps its limit, and the last to end leaves this one
-            with _any_thread_sets():
-                controller.limit(limits=_process_limit, user_api="blas")  # never restored: the process's own
+        if _blocks:  # a block in force keeps its limit; what the process had before the blocks is stale now
+            _base = None
+        else:
+            controller.limit(limits=_process_limit, user_api="blas")  # never restored: the process's own
 
 
 def settings() -> ComputeSettings:
@@ -80,6 +80,10 @@ def _modules_now() -> tuple[int, str | None]:
     return len(sys.modules), next(reversed(sys.modules), None)
 
 
+# threadpoolctl's release of its claim on OpenBLAS's count (3.8 and later; earlier versions make no claim)
+_release = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
+
+
 @contextmanager
 def _any_thread_sets() -> Iterator[None]:
     """Let the calling thread change OpenBLAS's thread count. threadpoolctl (from 3.8) lets only the first thread
@@ -87,17 +91,17 @@ def _any_thread_sets() -> Iterator[None]:
     search thread, or a thread that configured the process, would leave every later limit without effect (a
     test suite's leftover threads did, at random). The count here is the process's, shared on purpose, and its
     changes are ordered by this module's lock, so each is made by the thread that asks for it."""
-    release = getattr(getattr(threadpoolctl, "OpenBLASController", None), "clear_controlling_thread", None)
-    if release is not None:
-        release(force=True)
+    if _release is not None:
+        _release(force=True)
     try:
         yield
     finally:
-        if release is not None:
-            release(force=True)
+        if _release is not None:
+            _release(force=True)
 
 
 def _blas_controller(force: bool = False) -> ThreadpoolController:
+    # Called under _blocks_lock, inside _any_thread_sets (it may set the count of a library loaded since).
     # Inspecting the loaded libraries costs about 0.5 ms, a limit through a kept controller about 10
     # microseconds (the query path embeds one text at a time). BLAS libraries arrive with imports (scipy brings
     # its own OpenBLAS beside numpy's), so the controller is rebuilt whenever modules were imported since: when
@@ -110,16 +114,15 @@ def _blas_controller(force: bool = False) -> ThreadpoolController:
         _modules_seen = _modules_now()
         _controller = ThreadpoolController()
         if _process_limit is not None:  # only libraries loaded since: the others keep the count they have now
-            with _any_thread_sets():
-                for lib in _controller.lib_controllers:
-                    if lib.user_api == "blas" and lib.filepath not in known:
-                        lib.set_num_threads(_process_limit)
+            for lib in _controller.lib_controllers:
+                if lib.user_api == "blas" and lib.filepath not in known:
+                    lib.set_num_threads(_process_limit)
     return _controller
 
 
 _blocks: list[list[int]] = []  # the blocks in force, oldest first: [limit] each (a list, so each block is its own)
-_base: Any = None  # the limiter that restores what the process had before the first block in force
-_base_configured = 0  # _configured when _base was taken
+_base: Any = None  # the limiter that restores what the process had before the first block in force (None:
+# configure() ran while blocks were in force, and the last to end leaves the configured count)
 _blocks_lock = threading.Lock()
 
 
@@ -131,7 +134,7 @@ def blas_limit(threads: int | None = None) -> Iterator[int]:
     still running sets it, and when the last block ends the count the process had before the first is restored,
     or the configured one when :func:`configure` ran meanwhile (a thread's block that ends while another's runs
     leaves the other's limit in force, not the process's)."""
-    global _base, _base_configured
+    global _base
     n = _settings.blas_threads if threads is None else threads
     if n < 1:
         raise ValueError(f"BLAS threads must be at least 1, got {n}")
@@ -139,7 +142,7 @@ def blas_limit(threads: int | None = None) -> Iterator[int]:
     with _blocks_lock, _any_thread_sets():
         controller = _blas_controller()
         if not _blocks:
-            _base, _base_configured = controller.limit(limits=n, user_api="blas"), _configured
+            _base = controller.limit(limits=n, user_api="blas")
         else:
             controller.limit(limits=n, user_api="blas")
         _blocks.append(block)
@@ -151,9 +154,7 @@ def blas_limit(threads: int | None = None) -> Iterator[int]:
             if _blocks:
                 _blas_controller().limit(limits=_blocks[-1][0], user_api="blas")
             elif _base is not None:
-                if _configured != _base_configured and _process_limit is not None:
-                    # configure() ran while blocks were in force: what the process had before them is stale
-                    _blas_controller().limit(limits=_process_limit, user_api="blas")
-                else:
-                    _base.restore_original_limits()
+                _base.restore_original_limits()
                 _base = None
+            else:  # configure() ran while blocks were in force
+                _blas_controller().limit(limits=_process_limit, user_api="blas")

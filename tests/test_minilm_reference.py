@@ -199,7 +199,6 @@ def test_index_build_and_leiden_run_under_the_blas_limit(monkeypatch: pytest.Mon
 def test_a_block_ending_on_another_thread_leaves_the_running_block_its_limit() -> None:
     """Blocks on two threads share the process's count: one that ends while the other runs restores the other's
     limit, not what the process had before (a server's request threads, a test's leftover thread)."""
-    threads._blas_controller(force=True)
     before = _blas_threads()
     inside = threading.Event()
     leave = threading.Event()
