@@ -303,22 +303,23 @@ def _quantiles(values: list[int]) -> dict[str, float]:
 
 def shape(data_dir: Path) -> None:
     """The published graph's shape: entities per chunk, entity degree, the first level's community sizes."""
+    from strata.generations import communities_from_json, read_graph
     from strata.workspace import Workspace
 
     current = Workspace(data_dir).current()
     assert current is not None, f"no published generation in {data_dir}"
-    graph = json.loads((current.root / "graph.json").read_text(encoding="utf-8"))
-    communities = json.loads((current.root / "communities.json").read_text(encoding="utf-8"))
+    graph = read_graph(current.root)
+    communities = communities_from_json(current.communities_path.read_text(encoding="utf-8"))
     per_chunk: dict[str, int] = {}
-    for e in graph["entities"]:  # rows: [id, name, type, description, chunk ids]
-        for c in e[4]:
+    for e in graph.entities:
+        for c in e.chunk_ids:
             per_chunk[c] = per_chunk.get(c, 0) + 1
-    chunks = json.loads((current.root / "manifest.json").read_text(encoding="utf-8")).get("chunks", len(per_chunk))
-    degree: dict[str, int] = {e[0]: 0 for e in graph["entities"]}
-    for r in graph["relations"]:  # rows: [id, source, target, description, chunk ids]
-        for end in (r[1], r[2]):
+    chunks = current.manifest().get("chunks", len(per_chunk))
+    degree: dict[str, int] = {e.id: 0 for e in graph.entities}
+    for r in graph.relations:
+        for end in (r.source_id, r.target_id):
             degree[end] = degree.get(end, 0) + 1
-    level0 = [len(c.get("entity_ids", [])) for c in communities if c.get("level", 0) == 0]
+    level0 = [len(c.entity_ids) for c in communities if c.level == 0]
     ranked = sorted(degree.values(), reverse=True)
     # The degree distribution's tail exponent: the slope of log(rank) against log(degree) over the top 1,000.
     top = [(math.log(r + 1), math.log(d)) for r, d in enumerate(ranked[:1000]) if d > 0]
@@ -326,13 +327,13 @@ def shape(data_dir: Path) -> None:
     if len(top) > 10:
         mx, my = sum(x for x, _ in top) / len(top), sum(y for _, y in top) / len(top)
         slope = round(sum((x - mx) * (y - my) for x, y in top) / sum((x - mx) ** 2 for x, _ in top), 3)
-    print(json.dumps({"chunks": chunks, "entities": len(graph["entities"]), "relations": len(graph["relations"]),
+    print(json.dumps({"chunks": chunks, "entities": len(graph.entities), "relations": len(graph.relations),
                       "entities_per_chunk": _quantiles([per_chunk.get(c, 0) for c in per_chunk] +
                                                        [0] * max(0, chunks - len(per_chunk))),
                       "degree": _quantiles(list(degree.values())), "degree_rank_slope": slope,
                       "degree_one_share": round(sum(1 for d in degree.values() if d <= 1) / max(1, len(degree)), 3),
                       "level0_communities": len(level0), "level0_sizes": _quantiles(level0),
-                      "levels": len({c.get("level", 0) for c in communities})}))
+                      "levels": len({c.level for c in communities})}))
 
 
 # ---------------------------------------------------------------- one N
