@@ -9,9 +9,10 @@ changed. The inputs manifest keeps the same inputs item by item, so the drift re
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 
-from core.records import Community, Entity, GraphSnapshot, Relation, stable_hash
+from core.records import Community, Entity, GraphSnapshot, Relation, document_of, stable_hash
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +22,9 @@ class CommunityContext:
     relations: tuple[Relation, ...]
     chunk_hashes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     passages: tuple[str, ...] = ()
+    # Per document its members are named in: (mentions of members in it, mentions of any entity in it), a
+    # mention being an entity named in one of the document's chunks; how much of a page is about the community.
+    pages: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def chunk_ids(self) -> tuple[str, ...]:
@@ -44,6 +48,7 @@ class GraphIndex:
     def __init__(self, snapshot: GraphSnapshot, chunk_hashes: dict[str, str] | None = None, passages: int = 8) -> None:
         self.entities = {e.id: e for e in snapshot.entities}
         self.chunk_hashes = chunk_hashes or {}
+        self.mentions = Counter(document_of(c) for e in snapshot.entities for c in e.chunk_ids)
         self.n_passages = passages
         self.by_entity: dict[str, list[Relation]] = {}
         for r in snapshot.relations:
@@ -65,7 +70,11 @@ class GraphIndex:
         # The source passages a report reads: the chunks that mention the most members.
         passages = tuple(sorted(coverage, key=lambda c: (-coverage[c], c))[: self.n_passages])
         hashes = {c: self.chunk_hashes.get(c, "") for c in passages}
-        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes, passages)
+        named = Counter[str]()
+        for c, n in coverage.items():
+            named[document_of(c)] += n
+        pages = {d: (n, max(n, self.mentions[d])) for d, n in named.items()}
+        return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes, passages, pages)
 
 
 def _h(text: str) -> str:

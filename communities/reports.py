@@ -23,7 +23,7 @@ from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
 from core.text.glue import ENGLISH, glue_for
 from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
-from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
+from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report, document_of
 from core.settings import CommunitySettings
 from extraction.kinds import kind_weight
 from extraction.wordlike import prose_tokens
@@ -90,21 +90,31 @@ class ExtractiveReportWriter:
         return self._titled
 
     def _topics(self, ctx: CommunityContext) -> list[tuple[str, float]]:
-        """The titles of the pages the community's members are named on among the passages the report reads (so a
-        report depends on what its fingerprint covers, and a worker holding only those passages writes the same
-        title), each weighted by the members named on its
-        passages and the page's kind (``kind_weights``), heaviest first; empty unless the corpus has several
-        titled pages."""
+        """The titles of the pages of the passages the report reads (so a worker holding only those passages writes
+        the same title), each weighted by how much the page is about the community: the mentions of members on
+        it times the share of its mentions that are of members (a reference page that names every option of a
+        product is about none of them in particular), times the page's kind (``kind_weights``); heaviest first;
+        empty unless the corpus has several titled pages."""
         if not self._page_titles(ctx):
             return []
+        pages: dict[str, Chunk] = {}
+        for cid in ctx.passages:
+            c = self.chunks.get(cid)
+            if c is not None and c.metadata.get("title"):
+                pages.setdefault(c.document_id, c)
         weight: Counter[str] = Counter()
-        passages = set(ctx.passages)  # the passages the report reads (and its fingerprint covers), nothing else
-        for e in ctx.entities:
-            for cid in e.chunk_ids:
-                c = self.chunks.get(cid) if cid in passages else None
-                if c is not None and c.metadata.get("title"):
-                    weight[str(c.metadata["title"])] += kind_weight(c.metadata.get("kind"), self.settings.kind_weights)
+        for doc, c in pages.items():
+            members, mentions = ctx.pages.get(doc) or self._named_on(ctx, doc)
+            if members:
+                weight[str(c.metadata["title"])] += (members * members / mentions
+                                                     * kind_weight(c.metadata.get("kind"), self.settings.kind_weights))
         return sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    @staticmethod
+    def _named_on(ctx: CommunityContext, doc: str) -> tuple[int, int]:
+        """(mentions of members on ``doc``, the same again) for a context built without the corpus's counts."""
+        n = sum(1 for e in ctx.entities for cid in e.chunk_ids if document_of(cid) == doc)
+        return n, max(n, 1)
 
     def _prose_words(self) -> frozenset[str]:
         """The words the corpus's passages use in prose (outside code), casefolded."""
@@ -253,6 +263,22 @@ class ExtractiveReportWriter:
 WriteMany = Callable[[Sequence[tuple[CommunityContext, Sequence[Report]]]], list[Report]]
 
 
+def quotes_stand(report: Report, chunk_hashes: Mapping[str, str]) -> bool:
+    """Whether every chunk ``report``'s findings cite still exists (``chunk_hashes``: the store's chunks) and, if
+    the report read it as a source passage, still has the text it was read with (a quote's offsets hold)."""
+    read = json.loads(report.inputs).get("chunks", {}) if report.inputs else {}
+    return all(cid in chunk_hashes and read.get(cid, chunk_hashes[cid]) == chunk_hashes[cid]
+               for f in report.findings for cid in f.chunk_ids)
+
+
+def _drifted_little(prior: Report, manifest: dict, chunk_hashes: dict[str, str], min_drift: float) -> bool:  # type: ignore[type-arg]
+    """Whether a report whose inputs changed may be kept: ``min_drift`` is above 0, its inputs drifted by less than
+    it (:func:`communities.drift.score_inputs`), and every chunk it cites is still there as it was read."""
+    if min_drift <= 0 or not prior.inputs or not quotes_stand(prior, chunk_hashes):
+        return False
+    return score_inputs(json.loads(prior.inputs), manifest, chunk_hashes)[0] < min_drift
+
+
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,
                   settings: CommunitySettings,
                   existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None,
@@ -265,7 +291,9 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     re-summarize; a stale mark left by deleting a document that came back unchanged is cleared). Policy ``missing`` writes only communities that have no report yet and
     keeps every existing one as it is (the drift report then says how far each has drifted). Ids in ``force``
     are rewritten either way (``strata drift --refresh``). With ``min_drift`` above 0, policy ``changed`` also
-    keeps a report whose inputs changed by a drift score below it (the drift report still shows the score).
+    keeps a report whose inputs changed by a drift score below it, unless a chunk it cites is gone or changed
+    (:func:`quotes_stand`); the drift report still shows the score, which grows with each later change until
+    the report is rewritten, and a stale mark is cleared.
 
     A level's reports depend only on the levels below it, so the reports to write of one level are independent
     of one another: ``write_many`` (default: ``writer.write`` on each in turn) receives them all at once, in
@@ -309,11 +337,11 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
             if retry:
                 retried.add(c.id)
             keep = prior is not None and c.id not in force and not retry and (
-                policy == "missing" or prior.fingerprint == fp or (
-                    min_drift > 0 and bool(prior.inputs) and score_inputs(json.loads(prior.inputs), manifest,
-                                                                          index.chunk_hashes)[0] < min_drift))
-            if keep and policy == "changed" and prior.stale and prior.fingerprint == fp:
-                # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added).
+                policy == "missing" or prior.fingerprint == fp or _drifted_little(prior, manifest, index.chunk_hashes,
+                                                                                   min_drift))
+            if keep and policy == "changed" and prior.stale:
+                # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added), or
+                # they drifted less than min_drift: reconsidered and kept, so no longer stale.
                 done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
             elif keep:
                 done[c.id] = prior  # type: ignore[assignment]

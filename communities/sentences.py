@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from core.records import chunk_id as first_chunk_id
+from core.records import chunk_id as first_chunk_id, document_of
 from core.text.names import COMMON_WORDS
 from core.text.sentences import split_sentences
 
@@ -245,5 +245,4 @@ def chunk_is_first(chunk_id: str, starts: Mapping[str, int] | None = None) -> bo
     """Whether a chunk opens its document: by its start offset when known, else by its ordinal in the id."""
     if starts is not None and chunk_id in starts:
         return starts[chunk_id] == 0
-    document_id = chunk_id.rsplit("#", 1)[0]
-    return chunk_id == first_chunk_id(document_id, 0)
+    return chunk_id == first_chunk_id(document_of(chunk_id), 0)

@@ -13,9 +13,9 @@ that titles one of the community's pages (a corpus of several titled documents) 
 "npm update with npm-outdated and npm access" says what a community is about where "latest with URL and git" does
 not.
 
-:func:`topic_title` names a community of a corpus of titled pages (a docs site) by the page its members are named on
-most, weighted by the kind of each page (a changelog counts less), and its most representative members: "Build
-configuration: wheel and sdist". Its parts are whole, so it is never cut mid-phrase.
+:func:`topic_title` names a community of a corpus of titled pages (a docs site) by the page most about its members
+(the writer weighs pages, :meth:`communities.reports.ExtractiveReportWriter._topics`) and its most representative
+members: "Build configuration: wheel and sdist". Its parts are whole, so it is never cut mid-phrase.
 
 :func:`unique_titles` makes titles unique across all reports of a generation, deterministically: a report whose
 title another report already holds (one of a deeper level, or one kept unchanged) is qualified by its highest
@@ -178,8 +178,8 @@ def extractive_title(ranked: Sequence[Entity], relations: Iterable[Relation], fa
 
 def topic_title(topics: Sequence[tuple[str, float]], ranked: Sequence[str], max_members: int = 2,
                 glue: Glue = ENGLISH) -> str | None:
-    """The title of a community of a corpus of titled pages (a docs site): the page its members are named on most
-    (``topics``: page titles with the weight of the members' mentions on them, heaviest first) and its most
+    """The title of a community of a corpus of titled pages (a docs site): the page most about its members
+    (``topics``: page titles with their weights, heaviest first) and its most
     representative members that the page title does not already name (``ranked``: names that may stand in a title,
     most central first), as "Build configuration: wheel and sdist". Whole names and a whole page title only, so
     the title is never cut mid-phrase; None without a topic."""

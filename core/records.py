@@ -36,6 +36,11 @@ def chunk_id(document_id: str, ordinal: int) -> str:
     return f"{document_id}#{ordinal:04d}"
 
 
+def document_of(chunk_id: str) -> str:
+    """The document id of a chunk id (``<document id>#<ordinal>``)."""
+    return chunk_id.rsplit("#", 1)[0]
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A window of a document. ``start``/``end`` are character offsets into the document text."""

@@ -138,7 +138,8 @@ class CommunitySettings(BaseModel):
     drift_drifting: float = Field(0.1, ge=0, le=1, description="drift score at which a report is drifting")
     drift_stale: float = Field(0.35, ge=0, le=1, description="drift score at which a report is stale")
     resummarize_min_drift: float = Field(
-        0.0, ge=0, le=1, description="on reindex, keep reports whose inputs drifted less than this (0: any change rewrites)")
+        0.1, ge=0, le=1, description="on reindex, keep a report whose inputs drifted less than this since it was written, "
+                                     "unless a passage it cites changed (0: any change rewrites)")
     kind_weights: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_KIND_WEIGHTS),
         description="how much a passage of each document kind counts when communities are titled and ranked for "

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from core.records import document_of
 from extraction.types import ChunkExtraction
 
 # Types whose mentions are names of people, places, organizations and the like (an identifier is never an
@@ -33,11 +34,6 @@ class AliasMerge:
     document_id: str
     alias: str
     canonical: str
-
-
-def document_of(chunk_id: str) -> str:
-    """The document id of a chunk id (``<document id>#<ordinal>``)."""
-    return chunk_id.rsplit("#", 1)[0]
 
 
 def _inside(short: tuple[str, ...], long: tuple[str, ...]) -> bool:

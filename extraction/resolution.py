@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from extraction.aliases import ALIAS_TYPES, document_of, merges_by_document
+from extraction.aliases import ALIAS_TYPES, merges_by_document
 from extraction.types import ChunkExtraction
-from core.records import Entity, Relation, stable_hash
+from core.records import Entity, Relation, document_of, stable_hash
 from core.text.keys import normalize_name
 
 

@@ -81,3 +81,56 @@ def test_incremental_update_keeps_untouched_communities() -> None:
     after_by_id = {c.id: c for c in after}
     assert untouched_before and all(after_by_id.get(cid) == c for cid, c in untouched_before.items())
     assert {e for c in after if c.level == 0 for e in c.entity_ids} == {e.id for e in snap.entities}
+
+
+def _edited(snap: GraphSnapshot, ids: set[str]) -> GraphSnapshot:
+    return GraphSnapshot(tuple(Entity(e.id, e.name, e.type, e.description + " (edited)" if e.id in ids else e.description,
+                                      e.chunk_ids) for e in snap.entities), snap.relations)
+
+
+def _written() -> tuple:  # type: ignore[type-arg]
+    """Two planted groups of sixteen, their communities, chunk hashes, a writer and the reports it wrote."""
+    snap = planted(2, 16)
+    s = CommunitySettings(max_cluster_size=50)
+    comms = detect_communities(snap, s)
+    hashes = {"c0": "h0", "c1": "h1", "x": "hx"}
+    writer = ExtractiveReportWriter(s)
+    reports, _ = write_reports(comms, snap, writer, s, chunk_hashes=hashes)
+    return snap, s, comms, hashes, writer, reports
+
+
+def test_a_report_that_drifted_less_than_min_drift_is_kept_until_its_drift_adds_up() -> None:
+    snap, s, comms, hashes, writer, reports = _written()
+    members = sorted(next(c for c in comms if "e00_00" in c.entity_ids).entity_ids)
+    # One member of sixteen described anew: a drift of 0.2 / 16, kept at min_drift 0.1, rewritten at 0.
+    one = _edited(snap, {members[0]})
+    _, rewritten = write_reports(comms, one, writer, s, existing=reports, chunk_hashes=hashes)
+    assert rewritten == 1
+    kept, written = write_reports(comms, one, writer, s, existing=reports, chunk_hashes=hashes, min_drift=0.1)
+    assert written == 0 and kept == reports
+    # The drift is scored against what the kept report was written from, so later changes add up to a rewrite.
+    half = _edited(snap, set(members[:8]))
+    _, written = write_reports(comms, half, writer, s, existing=kept, chunk_hashes=hashes, min_drift=0.1)
+    assert written == 1
+
+
+def test_a_report_citing_a_chunk_that_changed_is_rewritten_however_little_it_drifted() -> None:
+    snap, s, comms, hashes, writer, reports = _written()
+    cited = next(r for r in reports if "c0" in r.chunk_ids)
+    # The passage all its findings cite is edited (new text), or deleted: its quotes no longer stand.
+    for now in ({**hashes, "c0": "h0-edited"}, {"c1": "h1", "x": "hx"}):
+        again, written = write_reports(comms, snap, writer, s, existing=reports, chunk_hashes=now, min_drift=0.5)
+        assert written >= 1
+        assert cited.community_id in {r.community_id for r in again if r not in reports}
+
+
+def test_a_stale_report_kept_for_drifting_little_is_no_longer_stale() -> None:
+    from dataclasses import replace
+
+    snap, s, comms, hashes, writer, reports = _written()
+    marked = [replace(r, stale=True, inputs=r.inputs) for r in reports]
+    members = sorted(next(c for c in comms if "e00_00" in c.entity_ids).entity_ids)
+    again, written = write_reports(comms, _edited(snap, {members[0]}), writer, s, existing=marked,
+                                   chunk_hashes=hashes, min_drift=0.1)
+    assert written == 0 and not any(r.stale for r in again)
+    assert [r.findings for r in again] == [r.findings for r in reports]

@@ -237,3 +237,25 @@ def test_a_docs_community_is_titled_by_its_pages_and_commands_not_plain_words_or
     assert not ExtractiveReportWriter(settings, one)._page_titles(GraphIndex(snap).context(comms[0]))
     book, _ = write_reports(comms, snap, ExtractiveReportWriter(settings, one), settings)
     assert not book[0].title.startswith(("latest", "git")), book[0].title
+
+
+def test_a_community_is_titled_by_the_page_most_about_it_not_by_a_reference_page_that_names_everything() -> None:
+    # A reference page ("Options") names the community's members more often than their own page ("Redis") does,
+    # but it names forty other options as well: it is about none of them in particular.
+    members = ["Redis", "Sentinel", "RedisCluster", "Failover"]
+    others = [f"Option{i}" for i in range(40)]
+    ref = [f"ref#{i:04d}" for i in range(8)]
+    ents = tuple(Entity(f"m{i}", n, "name", f"{n} stores sessions.", tuple(ref[:3]) + ("redis#0000",))
+                 for i, n in enumerate(members))
+    ents += tuple(Entity(f"o{i}", n, "name", f"{n} is an option.", (ref[i % 8],)) for i, n in enumerate(others))
+    rels = tuple(Relation(f"r{i}{j}", f"m{i}", f"m{j}", f"{members[i]} with {members[j]}", ("redis#0000",))
+                 for i in range(4) for j in range(i + 1, 4))
+    chunks = {cid: Chunk(cid, "ref", k, "Redis, Sentinel, RedisCluster and Failover are options.", 0, 56, 9,
+                         "ref.md", f"h{k}", {"title": "Options"}) for k, cid in enumerate(ref)}
+    chunks["redis#0000"] = Chunk("redis#0000", "redis", 0, "Redis with Sentinel keeps sessions.", 0, 35, 6,
+                                 "redis.md", "hr", {"title": "Redis sessions"})
+    snap = GraphSnapshot(ents, rels)
+    settings = CommunitySettings()
+    comms = [Community("c0", 0, None, tuple(f"m{i}" for i in range(4)))]
+    reports, _ = write_reports(comms, snap, ExtractiveReportWriter(settings, chunks), settings)
+    assert reports[0].title.startswith("Redis sessions"), reports[0].title
