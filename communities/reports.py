@@ -23,7 +23,7 @@ from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
 from core.text.glue import ENGLISH, glue_for
 from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
-from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report, document_of
+from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
 from core.settings import CommunitySettings
 from extraction.kinds import kind_weight
 from extraction.wordlike import prose_tokens
@@ -104,17 +104,11 @@ class ExtractiveReportWriter:
                 pages.setdefault(c.document_id, c)
         weight: Counter[str] = Counter()
         for doc, c in pages.items():
-            members, mentions = ctx.pages.get(doc) or self._named_on(ctx, doc)
+            members, mentions = ctx.pages.get(doc, (0, 0))
             if members:
                 weight[str(c.metadata["title"])] += (members * members / mentions
                                                      * kind_weight(c.metadata.get("kind"), self.settings.kind_weights))
         return sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))
-
-    @staticmethod
-    def _named_on(ctx: CommunityContext, doc: str) -> tuple[int, int]:
-        """(mentions of members on ``doc``, the same again) for a context built without the corpus's counts."""
-        n = sum(1 for e in ctx.entities for cid in e.chunk_ids if document_of(cid) == doc)
-        return n, max(n, 1)
 
     def _prose_words(self) -> frozenset[str]:
         """The words the corpus's passages use in prose (outside code), casefolded."""

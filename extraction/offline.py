@@ -7,7 +7,7 @@ document uses the whole run in more than one sentence. In a Polish document a na
 ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the
 prose view of the text (:mod:`core.text.markup`: Markdown, HTML, front matter, code blocks and licence
 boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence is a
-name only when it recurs mid-sentence, and "<Name>'s <noun>" is an entity of its own only when the document uses
+name only when it recurs mid-sentence (not in a heading, which may capitalize every word), and "<Name>'s <noun>" is an entity of its own only when the document uses
 the phrase more than once.
 """
 from __future__ import annotations
@@ -61,6 +61,7 @@ class _Sentence:
     text: str  # the sentence's prose view
     start: int  # its offset in the document (for counting a phrase once where chunks overlap)
     found: tuple[Found, ...]
+    heading: bool = False  # a Markdown heading: its words may be capitalized by the site's style ("Main Service Options")
 
 
 def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordinary: frozenset[str] | None,
@@ -68,7 +69,8 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     bp = clip(boilerplate, chunk.start, chunk.end)
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
-    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)))
+    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
+                      chunk.text[s:e].lstrip().startswith("#"))
             for s, e in split_sentences(chunk.text, bp)]
 
 
@@ -102,15 +104,21 @@ class OfflineExtractor:
         self.settings = settings
         self.words = words
 
+    def _lower_case(self, ordinary: frozenset[str]) -> Callable[[str], bool]:
+        """Whether a word is written in lower case: by the document (``ordinary``), or anywhere in the corpus."""
+        words = self.words
+        return lambda w: w.lower() in ordinary or (words is not None and words.lower_word(w))
+
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
         """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
         sentence ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence
         in ``names_mid_sentence`` (by default the chunk's own names); what a document tells about its words
         (boilerplate, lower-case words, repeated phrases) comes from the chunk alone."""
         view = prose_view(chunk.text)
-        sentences = _chunk_sentences(chunk, (), ordinary_words([view]), view)
+        ordinary = ordinary_words([view])
+        sentences = _chunk_sentences(chunk, (), ordinary, view)
         recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(
-            f for sent in sentences for f in sent.found)
+            sentences, self._lower_case(ordinary))
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str)
 
@@ -162,7 +170,7 @@ class OfflineExtractor:
             ordinary = ordinary_words(views.values())
             sentences = {c.id: _chunk_sentences(c, boilerplate, ordinary, views[c.id]) for c in cs}
             every = [sent for ss in sentences.values() for sent in ss]
-            recurring = _mid_sentence_words(f for sent in every for f in sent.found)
+            recurring = _mid_sentence_words(every, self._lower_case(ordinary))
             phrases = _repeated_possessives(every) | _recurring_terms(every)
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             for c in cs:
@@ -186,6 +194,12 @@ def _base_form(view: str) -> Callable[[str], str]:
     return polish_name if detect_language(view) == "pl" else str
 
 
-def _mid_sentence_words(found: Iterable[Found]) -> frozenset[str]:
-    """The words of the names found mid-sentence ("Sam" from "... said Sam Rivera")."""
-    return frozenset(w for f in found if f.type == "name" and not f.at_start for w in f.name.split())
+def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[str], bool]) -> frozenset[str]:
+    """The words of the names found mid-sentence ("Sam" from "... said Sam Rivera"), but none of a heading, which
+    may capitalize every word ("Main Service Options"), nor the first word of a name opening its clause when the
+    text also writes that word in lower case (``lower_case``): it is capitalized there by position ("Enable" of
+    "| Enable Consul Connect support |"), where "Alex" of "Alex Mercer checked the logs" is a name. So "Enable"
+    and "Main" opening a table cell elsewhere ("| Main service to forward requests to |") stay words."""
+    return frozenset(w for sent in sentences if not sent.heading
+                     for f in sent.found if f.type == "name" and not f.at_start
+                     for i, w in enumerate(f.name.split()) if not (i == 0 and f.opens and lower_case(w)))

@@ -6,9 +6,10 @@ extracted again, with no version to bump by hand. The texts touch every path of 
 and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
 spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
-words, fenced code, a table whose cells open like sentences, a hash in an example, a name a line break wraps, a
-page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms (Simplified
-and Traditional), and Polish names in their cases.
+words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals, or
+after a remark), a hash in an example, a name a line break wraps, a page titled only by its file's name),
+abbreviations and initials, Chinese names and repeated terms (Simplified and Traditional), and Polish names in
+their cases.
 """
 
 from __future__ import annotations
@@ -35,8 +36,11 @@ PROBE: tuple[tuple[str, str], ...] = (
      "<figure markdown=\"span\">\n  ![The Dispatcher](img/d.png){ width=\"500\" }\n  <figcaption>The [Dispatcher]"
      "(api.md) at work</figcaption>\n</figure>\n\n"
      "```python\ndef handler(request):\n    return Response(\"ok\")\n"
-     "```\n\n| setting | default | meaning |\n|---|---|---|\n| `timeout` | 30 | seconds a request may take |\n"
-     "| `upstream` | Retry | Main server the request goes to |\n| `retry.`<br/>`attempts` | 3 | tries per request |\n"),
+     "```\n\n## Main Server Options\n\n| setting | default | meaning |\n|---|---|---|\n"
+     "| `timeout` | 30 | seconds a request may take |\n"
+     "| `upstream` | Retry | Main server the request goes to |\n| `retry.`<br/>`attempts` | 3 | tries per request |\n"
+     "| `mesh` | off | Enable Consul Connect to enable mesh routing |\n"
+     "| `delay` | 0 | (Deprecated) Defines the delay before a retry |\n| `grace` | 5 | Defines the grace period |\n"),
     ("guides/rate_limits.md",
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",

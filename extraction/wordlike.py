@@ -49,10 +49,10 @@ def _capitalized_word(token: str) -> bool:
 
 
 def prose_words(text: str) -> list[str]:
-    """The lower-cased words of ``text``'s prose: not in code blocks or code spans, URLs, paths or markup."""
+    """The words of ``text``'s prose, as written: not in code blocks or code spans, URLs, paths or markup."""
     view = prose_view(text)
     view = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), view)
-    return [w.lower() for w in _PROSE_WORD.findall(view)]
+    return _PROSE_WORD.findall(view)
 
 
 _PROSE_TOKEN = re.compile(r"[^\W\d_](?:[\w'’.+/-]*\w)?")
@@ -76,12 +76,15 @@ class WordModel:
     threshold: float = -math.inf
     trained_on: int = 0
     vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
+    lower: Counter[str] = field(default_factory=Counter)  # those of them the prose also writes in lower case
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
-        """The model of ``words`` (each occurrence counts; see the module docstring)."""
-        counts = Counter(w.lower() for w in words if len(w) >= 2)
+        """The model of ``words`` as written (each occurrence counts; see the module docstring)."""
+        written = [w for w in words if len(w) >= 2]
+        counts = Counter(w.lower() for w in written)
         model = cls()
+        model.lower = Counter(w for w in written if w.islower())
         letters: set[str] = set()
         for w, n in counts.items():
             padded = f"^^{w}$"
@@ -119,6 +122,10 @@ class WordModel:
     def prose_word(self, word: str) -> bool:
         """Whether the corpus's prose uses ``word`` as a word of its own (outside code), more than once."""
         return self.vocabulary.get(word.lower(), 0) >= 2
+
+    def lower_word(self, word: str) -> bool:
+        """Whether the corpus's prose writes ``word`` in lower case, more than once ("enables", not "Alex")."""
+        return self.lower.get(word.lower(), 0) >= 2
 
     @property
     def active(self) -> bool:

@@ -73,3 +73,33 @@ def test_an_api_references_type_annotations_and_remarks_do_not_make_the_next_wor
     names = {e.name for e in OfflineExtractor(ExtractionSettings()).extract_chunk(chunk).entities}
     assert not names & {"Function", "Invoked", "Maximum"}, names
     assert {"Dispatcher", "Lothair II"} <= names, names
+
+
+def test_words_capitalized_by_position_in_headings_and_table_cells_give_no_evidence_of_a_name() -> None:
+    # "Main", "Enable" and "Defines" open every cell they are in; a title-case heading, a run opening a cell
+    # ("Enable Consul Connect") and a cell opening with a remark ("(Deprecated) Defines") are no mid-sentence uses.
+    text = ("#### Main Service Options\n\n"
+            "| Field | Description |\n| --- | --- |\n"
+            "| `service` | Main service to forward requests to. |\n"
+            "| `connect` | Enable Consul Connect support. |\n"
+            "| `tracing` | Enable tracing for the router. |\n"
+            "| `delay` | (Deprecated) Defines the delay before checks. |\n"
+            "| `attrs` | Defines additional resource attributes. |\n\n"
+            "Set `connect` to enable it; the main router reads it from Consul.\n")
+    chunk = Chunk("cfg#0000", "cfg", 0, text, 0, len(text), 80, "cfg.md", "h")
+    names = {e.name for e in OfflineExtractor(ExtractionSettings()).extract([chunk]).extractions[0].entities}
+    assert not names & {"Main", "Enable", "Defines"}, names
+    assert "Consul" in names or "Consul Connect" in names, names
+
+
+def test_a_run_opening_a_cell_is_no_use_of_its_first_word_when_the_corpus_writes_it_in_lower_case() -> None:
+    from extraction.wordlike import WordModel
+
+    text = ("| Option | Description |\n| --- | --- |\n"
+            "| `mesh` | Enables Consul Connect support. |\n| `trace` | Enables tracing. |\n")
+    chunk = Chunk("opts#0000", "opts", 0, text, 0, len(text), 40, "opts.md", "h")
+    alone = {e.name for e in OfflineExtractor(ExtractionSettings()).extract([chunk]).extractions[0].entities}
+    assert "Enables" in alone  # this page alone never writes "enables" in lower case
+    corpus = WordModel.of_texts([text, "The flag enables tracing, and it enables the mesh. " * 40])
+    names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract([chunk]).extractions[0].entities}
+    assert "Enables" not in names, names

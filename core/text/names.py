@@ -88,6 +88,7 @@ class Found:
     name: str
     type: str
     at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
+    opens: bool = False  # a run of capitalized words opening its clause: its first word is capitalized by position
     possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
     term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
 
@@ -136,16 +137,21 @@ def _is_sentence_start(sentence: str, offset: int) -> bool:
 
 
 _REMARK = re.compile(r"\(\s*[a-z][a-z ,-]*\)$")  # "(optional)", "(deprecated)"
+_PARENTHETICAL = re.compile(r"\([^()]*\)$")
 
 
 def _opens_clause(sentence: str, offset: int) -> bool:
     """Whether a word at ``offset`` opens its sentence, a quotation, a heading, a list item or a table cell, or
     stands right after a code span, a type annotation or a lower-case remark in parentheses (an API reference's
     "* `callback` {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is
-    a type, not a name; "Lothair II (835-869) King of ..." is not such a remark)."""
+    a type, not a name; "Lothair II (835-869) King of ..." is not such a remark), or after any parenthetical that
+    itself opens the clause ("| (Deprecated) Defines the ... |")."""
     prefix = sentence[:offset].rstrip()
-    return (not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None
-            or _is_sentence_start(sentence, offset))
+    if not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None \
+            or _is_sentence_start(sentence, offset):
+        return True
+    aside = _PARENTHETICAL.search(prefix)
+    return aside is not None and _opens_clause(sentence, aside.start())
 
 
 def _classify_kebab(token: str) -> str | None:
@@ -265,15 +271,16 @@ class _Finds:
         self.taken.append((f.start, f.end))
         self.found.append(f)
 
-    def keep(self, s: int, e: int, text: str, etype: str | None) -> None:
-        """A name of type ``etype`` at a free span, unless it is junk (a bare version never is)."""
+    def keep(self, s: int, e: int, text: str, etype: str | None, opens: bool = False) -> None:
+        """A name of type ``etype`` at a free span, unless it is junk (a bare version never is); ``opens``: it
+        opens its clause."""
         if etype is None or not self.free(s, e):
             return
         if etype != "version" and junk_reason(text) is not None:
             return
         if etype == "name" and text.lower() in DATABASES:
             etype = "database"
-        self.add(Found(s, e, text, etype))
+        self.add(Found(s, e, text, etype, opens=opens))
 
 
 def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> None:
@@ -349,11 +356,12 @@ def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Fin
     etype = _type_for_name(text)
     if text.lower() in DATABASES:
         etype = "database"
-    if etype == "name" and " " not in text and _opens_clause(sentence, s):
+    opens = _opens_clause(sentence, s)
+    if etype == "name" and " " not in text and opens:
         if finds.free(s, e) and junk_reason(text) is None:
             finds.add(Found(s, e, text, etype, at_start=True))
         return
-    finds.keep(s, e, text, etype)
+    finds.keep(s, e, text, etype, opens)
 
 
 _CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
