@@ -148,7 +148,9 @@ class ExtractiveReportWriter:
         if self._idf is None:
             self._idf = Idf(c.text for c in self.chunks.values())
         if self._idf.titled is None or self._idf.prose is None:
-            self._idf.titled, self._idf.prose = self._is_titled(), self._prose_words()
+            # (the prose words judge titles only on a corpus of titled pages: reading them costs a pass over it)
+            titled = self._is_titled()
+            self._idf.titled, self._idf.prose = titled, self._prose_words() if titled else frozenset()
         return self._idf
 
     def _candidates(self, ctx: CommunityContext) -> list[Sentence]:
