@@ -183,7 +183,7 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
             if distributed:
                 planned = plan_batches(todo, settings)
                 results = extract_unit_task.map([batch_chunks(b) for b in planned], unmapped(settings),
-                                                unmapped(session.words), wait_for=[removed])
+                                                unmapped(session.words if planned else None), wait_for=[removed])
                 # Embedding needs only the chunks' texts: the workers embed while this process stores the
                 # extractions, merges and writes the reports; the vectors are stored before the chunk index is built.
                 embedding = embed_on_workers(session, settings, [c for b in planned for c in batch_chunks(b)])

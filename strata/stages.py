@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
@@ -199,7 +200,7 @@ class IndexSession:
     store: GraphStore
     client: "LLMClient | None"
     ledger: FailureLedger
-    extractor: Extractor
+    loaded: LoadResult  # the folder's documents as this run loaded them
     run: IndexRun
     progress: Progress
     own_store: bool
@@ -210,7 +211,16 @@ class IndexSession:
     recovering: bool = False
     full: bool = False
     index: ChunkIndex | None = None
-    words: WordModel | None = None  # the corpus's word model (offline extraction)
+
+    @cached_property
+    def words(self) -> WordModel | None:
+        """The corpus's word model (offline extraction), read from every loaded document the first time a run has
+        something to extract: a reindex that changed nothing does not pay a pass over the whole corpus."""
+        return corpus_words(self.loaded) if self.client is None else None
+
+    @cached_property
+    def extractor(self) -> Extractor:
+        return make_extractor(self.settings, self.client, self.words)
 
     def close(self) -> None:
         try:
@@ -251,18 +261,16 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
         raise
     client = open_llm(settings)
     ledger = FailureLedger(ws.root / "ledger.sqlite")
-    words = corpus_words(loaded) if client is None else None
-    extractor = make_extractor(settings, client, words)
     recovering = ws.pending_path.exists()
     # From here until a generation is published, a crash leaves the marker behind.
     ws.pending_path.write_text(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     fingerprint = fingerprint_of(settings)
-    run = IndexRun(source=str(folder), mode=extractor.mode, store=store.backend, embedder=settings.retrieval.embedder,
+    run = IndexRun(source=str(folder), mode="offline" if client is None else "llm", store=store.backend, embedder=settings.retrieval.embedder,
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
                    empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), extractor=fingerprint.label())
-    return IndexSession(settings, ws, store, client, ledger, extractor, run, progress, own_store, time.perf_counter(),
-                        lock, fingerprint, recorded_extractor(ws), recovering, full, words=words)
+    return IndexSession(settings, ws, store, client, ledger, loaded, run, progress, own_store, time.perf_counter(),
+                        lock, fingerprint, recorded_extractor(ws), recovering, full)
 
 
 @timed_stage("plan")
@@ -382,6 +390,8 @@ def stage_extract(session: IndexSession, docs: Sequence[Document]) -> int:
     and an ETA: an extractor that reports each chunk as it finishes (the LLM's) does; another (the offline one,
     which judges each document from all of its chunks and nothing else) is given a batch's documents a few at a
     time, which extracts the same."""
+    if not docs:
+        return 0  # (and no extractor: the offline one's word model is a pass over the whole corpus)
     extract = session.extractor.extract
     per_chunk = "on_progress" in inspect.signature(extract).parameters
     tick = lambda n: session.progress("extract", n, None)  # noqa: E731

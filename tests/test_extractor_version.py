@@ -270,3 +270,21 @@ def test_the_offline_fingerprint_follows_what_the_extractor_outputs(monkeypatch)
     tables["pl"] = (tables["pl"][0] - {"np."}, tables["pl"][1], tables["pl"][2])
     monkeypatch.setattr(sentences, "_TABLES", tables)
     assert probe_digest() != base
+
+
+def test_a_reindex_with_nothing_to_extract_reads_no_word_model_and_one_with_a_change_reads_the_whole_corpus(
+        tmp_path: Path, monkeypatch) -> None:
+    import strata.stages as stages
+
+    folder = corpus(tmp_path)
+    settings = offline(tmp_path)
+    index_folder(folder, settings)
+    read: list[int] = []
+    real = stages.corpus_words
+    monkeypatch.setattr(stages, "corpus_words", lambda loaded: read.append(len(loaded.documents)) or real(loaded))
+    run = index_folder(folder, settings)  # nothing changed
+    assert run.chunks_extracted == 0 and read == []
+    page = sorted(folder.rglob("*.md"))[0]
+    page.write_text(page.read_text(encoding="utf-8") + "\nThe Dispatcher now retries twice.\n", encoding="utf-8")
+    run = index_folder(folder, settings)
+    assert run.changed == 1 and read == [run.documents]  # the model of every document, for the one extracted
