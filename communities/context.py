@@ -83,14 +83,18 @@ def _h(text: str) -> str:
 
 def inputs_manifest(ctx: CommunityContext) -> dict[str, dict[str, str]]:
     """The report's inputs item by item: members (description and source chunk ids), internal relations
-    (description and chunk ids), and the content hashes of the source passages it reads."""
+    (description and chunk ids), the content hashes of the source passages it reads, and how much of each of
+    their pages is about the community (``pages``: members' mentions / all mentions; a docs title weighs it)."""
+    read = {document_of(c) for c in ctx.passages}
     return {
         "entities": {e.id: _h(e.description + "|" + ",".join(sorted(e.chunk_ids))) for e in ctx.entities},
         "relations": {r.id: _h(r.description + "|" + ",".join(sorted(r.chunk_ids))) for r in ctx.relations},
         "chunks": {c: ctx.chunk_hashes.get(c, "") for c in sorted(ctx.passages)},
+        "pages": {d: f"{n}/{m}" for d, (n, m) in sorted(ctx.pages.items()) if d in read},
     }
 
 
 def fingerprint(ctx: CommunityContext, manifest: dict[str, dict[str, str]] | None = None) -> str:
-    """A hash of the inputs manifest (member ids and descriptions, internal relations, source chunks)."""
+    """A hash of the inputs manifest (member ids and descriptions, internal relations, source chunks, their pages'
+    shares)."""
     return stable_hash(json.dumps(manifest or inputs_manifest(ctx), sort_keys=True), size=12)

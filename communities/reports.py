@@ -332,13 +332,17 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
                 prior.mode == "fallback" or any(k in retried for k in children.get(c.id, ())))
             if retry:
                 retried.add(c.id)
+            # A report kept for drifting little names its sub-communities as they were: not when one was retitled.
+            kids_as_before = all(k not in done or k not in old or done[k].title == old[k].title
+                                 for k in children.get(c.id, ()))
             keep = prior is not None and c.id not in force and not retry and (
-                policy == "missing" or prior.fingerprint == fp or _drifted_little(prior, manifest, index.chunk_hashes,
-                                                                                   min_drift))
+                policy == "missing" or prior.fingerprint == fp or (
+                    kids_as_before and _drifted_little(prior, manifest, index.chunk_hashes, min_drift)))
             if keep and policy == "changed" and prior.stale:
                 # Marked stale by a deletion, but its inputs are back as they were (a changed document re-added), or
                 # they drifted less than min_drift: reconsidered and kept, so no longer stale.
                 done[c.id] = replace(prior, stale=False, inputs=prior.inputs)  # type: ignore[union-attr]
+                final.add(c.id)
             elif keep:
                 done[c.id] = prior  # type: ignore[assignment]
                 final.add(c.id)

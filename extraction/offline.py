@@ -29,6 +29,7 @@ from core.settings import ExtractionSettings
 # "<Name>'s <noun>" ("Scrooge's nephew", "Alice's team"): kept when the document uses the phrase more than once.
 POSSESSIVE_MIN_USES = 2
 
+_HEADING = re.compile(r"\s*#{1,6}[ \t]")  # a Markdown heading's line (not "#1234 Fix ...")
 _WORDS_PUNCT = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*[,;:]?", re.UNICODE)
 
 
@@ -70,7 +71,7 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
     return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
-                      chunk.text[s:e].lstrip().startswith("#"))
+                      _HEADING.match(chunk.text, s) is not None)
             for s, e in split_sentences(chunk.text, bp)]
 
 

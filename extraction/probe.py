@@ -6,10 +6,10 @@ extracted again, with no version to bump by hand. The texts touch every path of 
 and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
 spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
-words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals, or
-after a remark), a hash in an example, a name a line break wraps, a page titled only by its file's name),
-abbreviations and initials, Chinese names and repeated terms (Simplified and Traditional), and Polish names in
-their cases.
+words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
+first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
+wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
+(Simplified and Traditional), and Polish names in their cases.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "PostgreSQL had reached max_connections (set to 200); Priya Raman raised `db.pool.size` from 20 to 40 "
      "and restarted `ledger-worker` on v2.4.1. Errors ERR_CONN_RESET and E1234 followed; see "
      "/etc/postgresql/main.conf and https://example.org/runbook.\n\n- The search-api falls back to "
-     "Elasticsearch.\n- Kafka consumers lag on ledger.events.\n"),
+     "Elasticsearch.\n- Kafka consumers lag on ledger.events.\n- The retry flag enables backoff and enables "
+     "jitter.\n"),
     ("page.md",
      "---\ntitle: Request handling\n---\n\n# Request handling { #requests .big }\n\n!!! note \"Heads up\"\n"
      "    The <dfn title=\"Asynchronous Server Gateway Interface\">ASGI</dfn> server calls the app. Press "
@@ -40,6 +41,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      "| `timeout` | 30 | seconds a request may take |\n"
      "| `upstream` | Retry | Main server the request goes to |\n| `retry.`<br/>`attempts` | 3 | tries per request |\n"
      "| `mesh` | off | Enable Consul Connect to enable mesh routing |\n"
+     "| `trace` | off | Enables Jaeger Tracing for the mesh |\n| `spans` | on | Enables span export |\n"
      "| `delay` | 0 | (Deprecated) Defines the delay before a retry |\n| `grace` | 5 | Defines the grace period |\n"),
     ("guides/rate_limits.md",
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),

@@ -23,9 +23,10 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from core.text.markup import prose_view
+from core.text.names import lower_case_words
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
@@ -48,11 +49,14 @@ def _capitalized_word(token: str) -> bool:
     return bool(parts) and all(p[:1].isupper() and (len(p) == 1 or p[1:].islower()) and p.isalpha() for p in parts)
 
 
+def _prose_of(text: str) -> str:
+    """``text``'s prose view with its code spans blanked too."""
+    return _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), prose_view(text))
+
+
 def prose_words(text: str) -> list[str]:
-    """The words of ``text``'s prose, as written: not in code blocks or code spans, URLs, paths or markup."""
-    view = prose_view(text)
-    view = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), view)
-    return _PROSE_WORD.findall(view)
+    """The lower-cased words of ``text``'s prose: not in code blocks or code spans, URLs, paths or markup."""
+    return [w.lower() for w in _PROSE_WORD.findall(_prose_of(text))]
 
 
 _PROSE_TOKEN = re.compile(r"[^\W\d_](?:[\w'’.+/-]*\w)?")
@@ -80,11 +84,9 @@ class WordModel:
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
-        """The model of ``words`` as written (each occurrence counts; see the module docstring)."""
-        written = [w for w in words if len(w) >= 2]
-        counts = Counter(w.lower() for w in written)
+        """The model of ``words`` (each occurrence counts; see the module docstring)."""
+        counts = Counter(w.lower() for w in words if len(w) >= 2)
         model = cls()
-        model.lower = Counter(w for w in written if w.islower())
         letters: set[str] = set()
         for w, n in counts.items():
             padded = f"^^{w}$"
@@ -108,7 +110,19 @@ class WordModel:
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> "WordModel":
-        return cls.fit(w for t in texts for w in prose_words(t))
+        """The model of the texts' prose words, and the words their prose writes in lower case (one pass, each
+        text read once)."""
+        lower: Counter[str] = Counter()
+
+        def words() -> Iterator[str]:
+            for t in texts:
+                view = _prose_of(t)
+                lower.update(lower_case_words(view))
+                yield from (w.lower() for w in _PROSE_WORD.findall(view))
+
+        model = cls.fit(words())
+        model.lower = lower
+        return model
 
     def score(self, piece: str) -> float:
         """Mean log2-probability per transition of ``piece`` (lower cased) under the trigram model."""

@@ -134,3 +134,50 @@ def test_a_stale_report_kept_for_drifting_little_is_no_longer_stale() -> None:
                                    chunk_hashes=hashes, min_drift=0.1)
     assert written == 0 and not any(r.stale for r in again)
     assert [r.findings for r in again] == [r.findings for r in reports]
+
+
+class _NamedWriter:
+    """Reports titled from a dict (the community's id by default), each citing chunk c0."""
+
+    mode, model = "offline", "named"
+
+    def __init__(self, titles: dict[str, str]) -> None:
+        self.titles = titles
+
+    def write(self, ctx, children):  # type: ignore[no-untyped-def]
+        from core.records import Finding, Report
+
+        c = ctx.community
+        return Report(c.id, c.level, self.titles.get(c.id, c.id), "s", (Finding("f", ("c0",)),), 0.0,
+                      fingerprint(ctx), self.mode, self.model, "2026-01-01T00:00:00+00:00")
+
+
+def test_a_parent_is_not_kept_for_drifting_little_when_a_sub_community_was_retitled() -> None:
+    snap = planted(3, 15)
+    s = CommunitySettings(max_cluster_size=10)
+    comms = detect_communities(snap, s)  # groups of fifteen, each split in two or three
+    child = next(c for c in comms if c.parent_id is not None)
+    parent = next(c for c in comms if c.id == child.parent_id)
+    hashes = {"c0": "h0", "c1": "h1", "c2": "h2", "x": "hx"}
+    titles: dict[str, str] = {}
+    reports, _ = write_reports(comms, snap, _NamedWriter(titles), s, chunk_hashes=hashes)
+    edited = _edited(snap, {child.entity_ids[0]})  # a small drift for the child and the parent
+    # The child written again under the same title: the parent drifted little and is kept.
+    again, _ = write_reports(comms, edited, _NamedWriter(titles), s, existing=reports, chunk_hashes=hashes,
+                             force=[child.id], min_drift=0.1)
+    assert next(r for r in again if r.community_id == parent.id) in reports
+    # Retitled: the parent, which names its sub-communities, is written again.
+    again, _ = write_reports(comms, edited, _NamedWriter({child.id: "A new title"}), s, existing=reports,
+                             chunk_hashes=hashes, force=[child.id], min_drift=0.1)
+    assert next(r for r in again if r.community_id == parent.id) not in reports
+
+
+def test_a_report_is_written_again_when_a_page_it_reads_is_less_about_its_community() -> None:
+    # The title weighs how much of each page the report reads is about the community: more entities named on
+    # that page (in a chunk it does not read) change its fingerprint.
+    snap = planted(1, 6)
+    comm = Community("c", 0, None, tuple(e.id for e in snap.entities))
+    before = fingerprint(GraphIndex(snap).context(comm))
+    extra = tuple(Entity(f"o{i}", f"option {i}", "name", "an option", ("c0#0009",)) for i in range(5))
+    after = fingerprint(GraphIndex(GraphSnapshot(snap.entities + extra, snap.relations)).context(comm))
+    assert before != after

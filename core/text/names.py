@@ -98,7 +98,13 @@ _ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[a-z]+(?:['’][a-z]+)?(?![\w.\-/@`
 
 def ordinary_words(views: Iterable[str]) -> frozenset[str]:
     """Words the text uses in lower case as ordinary words (not inside identifiers, paths or code)."""
-    return frozenset(w for v in views for w in _ORDINARY.findall(v))
+    return frozenset(w for v in views for w in lower_case_words(v))
+
+
+def lower_case_words(view: str) -> list[str]:
+    """The words a prose view writes in lower case as ordinary words, each use (not the pieces of an identifier
+    or path: "consul" of "providers.consul.endpoint" is none)."""
+    return _ORDINARY.findall(view)
 
 
 def _is_caps(run: str) -> bool:
@@ -145,13 +151,17 @@ def _opens_clause(sentence: str, offset: int) -> bool:
     stands right after a code span, a type annotation or a lower-case remark in parentheses (an API reference's
     "* `callback` {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is
     a type, not a name; "Lothair II (835-869) King of ..." is not such a remark), or after any parenthetical that
-    itself opens the clause ("| (Deprecated) Defines the ... |")."""
-    prefix = sentence[:offset].rstrip()
-    if not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None \
-            or _is_sentence_start(sentence, offset):
-        return True
-    aside = _PARENTHETICAL.search(prefix)
-    return aside is not None and _opens_clause(sentence, aside.start())
+    itself opens the clause, as a remark before it does ("| (Deprecated) Defines the ... |", "(Reuters) Ministers
+    met ...")."""
+    while True:
+        prefix = sentence[:offset].rstrip()
+        if not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None \
+                or _is_sentence_start(sentence, offset):
+            return True
+        aside = _PARENTHETICAL.search(prefix)
+        if aside is None:
+            return False
+        offset = aside.start()  # (the parenthetical before it: does it open the clause?)
 
 
 def _classify_kebab(token: str) -> str | None:
