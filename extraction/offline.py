@@ -7,8 +7,8 @@ document uses the whole run in more than one sentence. In a Polish document a na
 ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the
 prose view of the text (:mod:`core.text.markup`: Markdown, HTML, front matter, code blocks and licence
 boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence is a
-name only when it recurs mid-sentence (not in a heading, which may capitalize every word), and "<Name>'s <noun>" is an entity of its own only when the document uses
-the phrase more than once.
+name only when it recurs mid-sentence (not in a heading, which may capitalize every word), and "<Name>'s <noun>"
+is an entity of its own only when the document uses the phrase more than once.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ class _Sentence:
     text: str  # the sentence's prose view
     start: int  # its offset in the document (for counting a phrase once where chunks overlap)
     found: tuple[Found, ...]
-    heading: bool = False  # a Markdown heading: its words may be capitalized by the site's style ("Main Service Options")
+    heading: bool = False  # a Markdown heading: the site's style may capitalize every word ("Main Service Options")
 
 
 def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordinary: frozenset[str] | None,

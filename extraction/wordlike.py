@@ -80,7 +80,7 @@ class WordModel:
     threshold: float = -math.inf
     trained_on: int = 0
     vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
-    lower: Counter[str] = field(default_factory=Counter)  # those of them the prose also writes in lower case
+    lower: Counter[str] = field(default_factory=Counter)  # uses of ordinary words in lower case (of_texts)
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
