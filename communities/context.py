@@ -22,8 +22,8 @@ class CommunityContext:
     relations: tuple[Relation, ...]
     chunk_hashes: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     passages: tuple[str, ...] = ()
-    # Per document its members are named in: (mentions of members in it, mentions of any entity in it), a
-    # mention being an entity named in one of the document's chunks; how much of a page is about the community.
+    # Per document of the passages: (mentions of members in it, mentions of any entity in it), a mention being an
+    # entity named in one of the document's chunks; how much of a page is about the community.
     pages: dict[str, tuple[int, int]] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -70,10 +70,12 @@ class GraphIndex:
         # The source passages a report reads: the chunks that mention the most members.
         passages = tuple(sorted(coverage, key=lambda c: (-coverage[c], c))[: self.n_passages])
         hashes = {c: self.chunk_hashes.get(c, "") for c in passages}
+        read = {document_of(c) for c in passages}
         named = Counter[str]()
         for c, n in coverage.items():
-            named[document_of(c)] += n
-        pages = {d: (n, max(n, self.mentions[d])) for d, n in named.items()}
+            if (d := document_of(c)) in read:
+                named[d] += n
+        pages = {d: (n, self.mentions[d]) for d, n in named.items()}  # (members' mentions are among all of them)
         return CommunityContext(community, entities, tuple(rels[k] for k in sorted(rels)), hashes, passages, pages)
 
 
@@ -85,12 +87,11 @@ def inputs_manifest(ctx: CommunityContext) -> dict[str, dict[str, str]]:
     """The report's inputs item by item: members (description and source chunk ids), internal relations
     (description and chunk ids), the content hashes of the source passages it reads, and how much of each of
     their pages is about the community (``pages``: members' mentions / all mentions; a docs title weighs it)."""
-    read = {document_of(c) for c in ctx.passages}
     return {
         "entities": {e.id: _h(e.description + "|" + ",".join(sorted(e.chunk_ids))) for e in ctx.entities},
         "relations": {r.id: _h(r.description + "|" + ",".join(sorted(r.chunk_ids))) for r in ctx.relations},
         "chunks": {c: ctx.chunk_hashes.get(c, "") for c in sorted(ctx.passages)},
-        "pages": {d: f"{n}/{m}" for d, (n, m) in sorted(ctx.pages.items()) if d in read},
+        "pages": {d: f"{n}/{m}" for d, (n, m) in sorted(ctx.pages.items())},
     }
 
 

@@ -259,10 +259,10 @@ class ExtractiveReportWriter:
 WriteMany = Callable[[Sequence[tuple[CommunityContext, Sequence[Report]]]], list[Report]]
 
 
-def quotes_stand(report: Report, chunk_hashes: Mapping[str, str]) -> bool:
+def quotes_stand(report: Report, read: Mapping[str, str], chunk_hashes: Mapping[str, str]) -> bool:
     """Whether every chunk ``report``'s findings cite still exists (``chunk_hashes``: the store's chunks) and, if
-    the report read it as a source passage, still has the text it was read with (a quote's offsets hold)."""
-    read = json.loads(report.inputs).get("chunks", {}) if report.inputs else {}
+    the report read it as a source passage (``read``: the hashes its inputs manifest holds), still has the text
+    it was read with (a quote's offsets hold)."""
     return all(cid in chunk_hashes and read.get(cid, chunk_hashes[cid]) == chunk_hashes[cid]
                for f in report.findings for cid in f.chunk_ids)
 
@@ -270,9 +270,11 @@ def quotes_stand(report: Report, chunk_hashes: Mapping[str, str]) -> bool:
 def _drifted_little(prior: Report, manifest: dict, chunk_hashes: dict[str, str], min_drift: float) -> bool:  # type: ignore[type-arg]
     """Whether a report whose inputs changed may be kept: ``min_drift`` is above 0, its inputs drifted by less than
     it (:func:`communities.drift.score_inputs`), and every chunk it cites is still there as it was read."""
-    if min_drift <= 0 or not prior.inputs or not quotes_stand(prior, chunk_hashes):
+    if min_drift <= 0 or not prior.inputs:
         return False
-    return score_inputs(json.loads(prior.inputs), manifest, chunk_hashes)[0] < min_drift
+    inputs = json.loads(prior.inputs)
+    return quotes_stand(prior, inputs.get("chunks", {}), chunk_hashes) and \
+        score_inputs(inputs, manifest, chunk_hashes)[0] < min_drift
 
 
 def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, writer: ReportWriter,

@@ -48,6 +48,11 @@ _ATTR_LINE = re.compile(r"^[ \t]*\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|
 # An attribute list at the end of a heading, with the closing sequence before it: "## A ## {: #a }", "# A { #a }".
 _HEADING_ATTRS = re.compile(r"(?:[ \t]+#+)?[ \t]*\{:?[ \t]*[#.][^{}\n]*\}[ \t]*$")
 _HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
+
+
+def heading_line(line: str) -> bool:
+    """Whether ``line`` opens with a Markdown ATX heading's marks ("## Options", not "#1234 Fix ...")."""
+    return _HEADING_LINE.match(line) is not None
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _TAB = re.compile(r"^([ \t]*)===[+!]?[ \t]+\"(.*)\"[ \t]*$")
 _DIRECTIVE = re.compile(r"^[ \t]*:::[ \t]+[\w.:]+[ \t]*$")

@@ -21,6 +21,7 @@ from core.text.lemma import polish_name
 from core.text.names import Found, find_entities, ordinary_words
 from core.text.sentences import split_sentences
 from core.text.markup import clip, document_boilerplate, prose_view
+from extraction.markdown_text import heading_line
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
 from extraction.wordlike import WordModel
 from core.records import Chunk
@@ -29,7 +30,6 @@ from core.settings import ExtractionSettings
 # "<Name>'s <noun>" ("Scrooge's nephew", "Alice's team"): kept when the document uses the phrase more than once.
 POSSESSIVE_MIN_USES = 2
 
-_HEADING = re.compile(r"\s*#{1,6}[ \t]")  # a Markdown heading's line (not "#1234 Fix ...")
 _WORDS_PUNCT = re.compile(r"[^\W_]+(?:[_'’.-][^\W_]+)*[,;:]?", re.UNICODE)
 
 
@@ -71,7 +71,7 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
     return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
-                      _HEADING.match(chunk.text, s) is not None)
+                      heading_line(chunk.text[s:e].lstrip("\r\n")))
             for s, e in split_sentences(chunk.text, bp)]
 
 

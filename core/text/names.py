@@ -366,8 +366,8 @@ def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Fin
     etype = _type_for_name(text)
     if text.lower() in DATABASES:
         etype = "database"
-    opens = _opens_clause(sentence, s)
-    if etype == "name" and " " not in text and opens:
+    opens = etype == "name" and _opens_clause(sentence, s)  # (only a name's opening is read: a single word's, a run's)
+    if opens and " " not in text:
         if finds.free(s, e) and junk_reason(text) is None:
             finds.add(Found(s, e, text, etype, at_start=True))
         return
