@@ -77,9 +77,15 @@ class IndexCorpus:
         return self.index.query_language(text)
 
     def known_names(self, question: str) -> list[str]:
+        """The question's words that name entities the index knows: the lexicon's spans, judged as the graph
+        walk links them (a word the corpus mostly uses as an ordinary word names no entity that it spells)."""
         if self.lexicon is None or not len(self.lexicon):
             return []
-        return [span for span, _ in self.lexicon.find_spans(question)]
+        found = [(span, hit.name) for span, hit in self.lexicon.find_spans(question)]
+        walk = getattr(self.index, "graph_walk", None)
+        if walk is not None:
+            found = walk.names_in(question, found)
+        return [span for span, _ in found]
 
     def neighbours(self, question: str) -> list[str]:
         """The entities the graph relates to those the question names (none without a graph)."""

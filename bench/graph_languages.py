@@ -12,9 +12,11 @@ Corpora (each indexed as a Strata workspace, one paragraph per chunk, offline ex
 Figures per corpus:
 - ``entities_per_paragraph`` and ``seen_once`` (share of entities mentioned by one chunk); the Chinese/English
   ratio of entities per paragraph;
-- ``linked``: share of questions naming at least one entity the index knows, and ``seeded``: share whose graph
-  walk starts from an entity by name, both as the engine routes a question (``Engine.route``, the path of
-  ``POST /v1/ask``);
+- ``spans``: share of questions with a span that spells an entity's name (the lexicon's match, whatever the
+  span means there); ``linked``: share naming at least one entity by the walk's judgement (a span that is
+  mostly an ordinary word in the corpus, "type" for an entity "Types", names none:
+  ``retrieval.graph_name_share``); ``seeded``: share whose graph walk starts from an entity, as the engine
+  routes a question (``Engine.route``, the path of ``POST /v1/ask``);
 - ``recall_at_5`` of the question's own paragraph, by the default ranking and by the default without the graph
   list (``graph_weight`` 0);
 - ``routed_local``: share of these single-paragraph factual questions the router sends local;
@@ -85,10 +87,11 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     lexicon, index = snap.lexicon, snap.index
     counts = [e.chunks for e in lexicon.by_key.values()]
     n_par = len(ids)
-    linked = seeded = local = rec = rec_ng = 0
+    spans = linked = seeded = local = rec = rec_ng = 0
     for r in rows:
         decision = engine.route(r["question"])
-        linked += bool(lexicon.find_spans(r["question"]))
+        spans += bool(lexicon.find_spans(r["question"]))
+        linked += bool(index.graph_walk.link(r["question"]).by_name)
         seeded += bool(decision.graph_seeds)
         local += decision.route == "local"
         want = ids[r["context"]]
@@ -100,7 +103,7 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     fig = {"corpus": name, "paragraphs": n_par, "questions": n, "entities": len(counts),
            "entities_per_paragraph": round(len(counts) / max(1, n_par), 2),
            "seen_once": round(sum(c == 1 for c in counts) / max(1, len(counts)), 3),
-           "linked": round(linked / n, 3), "seeded": round(seeded / n, 3), "routed_local": round(local / n, 3),
+           "spans": round(spans / n, 3), "linked": round(linked / n, 3), "seeded": round(seeded / n, 3), "routed_local": round(local / n, 3),
            "recall_at_5": round(rec / n, 3), "recall_at_5_no_graph": round(rec_ng / n, 3)}
     engine.close()
     return fig, lexicon
@@ -130,9 +133,11 @@ def main() -> None:
     fig_pl_written, _ = measure("polaq", pl_rows, base_forms=False)
     fig_pl_written["corpus"] = "polaq (names as written)"
     results += [fig_pl, fig_pl_written]
-    print(f"{'corpus':<26}{'ent/par':>8}{'once':>7}{'linked':>8}{'seeded':>8}{'R@5':>7}{'R@5 ng':>8}{'local':>7}")
+    print(f"{'corpus':<26}{'ent/par':>8}{'once':>7}{'spans':>7}{'linked':>8}{'seeded':>8}{'R@5':>7}{'R@5 ng':>8}"
+          f"{'local':>7}")
     for f in results:
-        print(f"{f['corpus']:<26}{f['entities_per_paragraph']:>8}{f['seen_once']:>7}{f['linked']:>8}{f['seeded']:>8}"
+        print(f"{f['corpus']:<26}{f['entities_per_paragraph']:>8}{f['seen_once']:>7}{f['spans']:>7}{f['linked']:>8}"
+              f"{f['seeded']:>8}"
               f"{f['recall_at_5']:>7}{f['recall_at_5_no_graph']:>8}{f['routed_local']:>7}")
     print(f"Chinese / English entities per paragraph: {ratio:.2f}; linked share: {linked_ratio:.2f}")
     names = sorted(lex_zh.by_key.values(), key=lambda e: stable_hash("sample", e.name, size=8))[:args.sample]

@@ -207,6 +207,21 @@ class BM25Index:
         counts = np.diff(self.indptr)
         return np.array([int(counts[i]) if 0 <= i < counts.size else 0 for i in ids], np.float64)
 
+    def rows_holding_all(self, terms: Sequence[str]) -> int:
+        """How many live rows hold every one of ``terms`` (0 when a term is in none, or none is given)."""
+        if self._dirty:
+            raise RuntimeError("BM25Index changed since the last commit(); call commit() before querying")
+        ids = [self.vocab.get(t, -1) for t in dict.fromkeys(terms)]
+        if not ids or any(not 0 <= i < self.indptr.size - 1 for i in ids):
+            return 0
+        ids.sort(key=lambda i: self.indptr[i + 1] - self.indptr[i])  # the rarest first: the fewest rows to test
+        rows = self.rows[self.indptr[ids[0]]:self.indptr[ids[0] + 1]]
+        for i in ids[1:]:
+            if rows.size == 0:
+                return 0
+            rows = rows[np.isin(rows, self.rows[self.indptr[i]:self.indptr[i + 1]], assume_unique=True)]
+        return int(self.alive[rows].sum())
+
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
         """Scores for every row (dead rows 0), like rank_bm25's ``get_scores``."""
         out = np.zeros(self.n_rows, np.float64)

@@ -76,6 +76,8 @@ class WalkParams:
     vector_seeds: int = 3  # at most this many entities linked by vector
     vector_weight: float = 0.4  # a vector seed's weight, relative to a name seed of the same specificity, at
     # similarity 1 (it weighs its similarity times this; retrieval.graph_vector_weight)
+    name_share: float = 0.5  # least share of the chunks holding a name's words that mention the entity, for a
+    # question's words to name it without capitals to say so (retrieval.graph_name_share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,10 @@ class GraphWalk:
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
         self.titles: TitleHops | None = None  # the rows' titles, for the second hop by title (retrieval.hops)
+        # (name, language) -> how many chunks hold the name's words (BM25 terms); None: not known, names link as
+        # spelled (walk_for_index sets it from the index)
+        self.rows_naming: Callable[[str, str], int] | None = None
+        self._shares: dict[tuple[int, str, str], float] = {}
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
@@ -206,7 +212,10 @@ class GraphWalk:
         punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
         that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
         a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
-        each seed weighs by its inverse chunk frequency. With the question's vector ``query_vector`` (the
+        each seed weighs by its inverse chunk frequency. Unless the question capitalizes the span amid its
+        words, an entity seeds only when its mentions make at least ``name_share`` of the chunks that hold its
+        name's words (:meth:`share`): "type" does not name "Types", met once where a heading opened a line, in a
+        corpus where "type" is an ordinary word. With the question's vector ``query_vector`` (the
         dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
         ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = spans.words(question)
@@ -214,6 +223,7 @@ class GraphWalk:
         # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
         # does not name the entity "Association" (a word that opened sentences in the corpus).
         cased = any(w.text[:1].isupper() for w in words[1:])
+        capitalized = _capitalized(words)
 
         def names(span: str, name: str) -> bool:
             return not cased or span != span.lower() or name == name.lower()
@@ -248,11 +258,41 @@ class GraphWalk:
         for j, (judged, matched) in found.items():
             if self.df[j] > limit or self.is_stop(judged):
                 continue
+            if not self._names(j, matched, language, capitalized):
+                continue
             seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
             seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
+
+    def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
+        """Whether the question's words ``matched`` name entity ``j``: the question capitalizes them amid its
+        words (``capitalized``), or the entity is most of their uses in the corpus (:meth:`share`)."""
+        content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
+        if content and all(w in capitalized for w in content):
+            return True
+        return self.share(j, matched, language) >= self.params.name_share
+
+    def names_in(self, question: str, matches: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Those of ``matches`` ((the question's words, the entity name they spell), as the lexicon finds them)
+        that name their entity by :meth:`link`'s judgement; the reader's question names are these."""
+        language, capitalized = detect_language(question), _capitalized(spans.words(question))
+        return [(span, name) for span, name in matches
+                if any(self._names(j, span, language, capitalized) for j in self.keys.get(walk_key(name), ()))]
+
+    def share(self, j: int, matched: str, language: str) -> float:
+        """The share of the chunks holding entity ``j``'s name, or the words ``matched`` that named it (all
+        their BM25 terms, read in ``language``), that mention it: near 1 for a name, low for an ordinary word
+        that the extractor took for one where it was capitalized (1 when not known). Learned from the corpus
+        itself; no word list."""
+        key = (j, matched, language)
+        got = self._shares.get(key)
+        if got is None:
+            holding = (max(self.rows_naming(self.names[j], language), self.rows_naming(matched, language))
+                       if self.rows_naming is not None else 0)
+            got = self._shares[key] = 1.0 if holding <= 0 else min(1.0, float(self.df[j]) / holding)
+        return got
 
     def neighbours(self, entity_ids: Sequence[str], limit: int = 50) -> list[str]:
         """The names of the entities related to ``entity_ids`` (relation edges, strongest first), themselves
@@ -361,10 +401,18 @@ class GraphWalk:
         return [(int(r), float(mass[r])) for r in top]
 
 
+def _capitalized(words: Sequence[spans.Word]) -> set[str]:
+    """The words a question capitalizes amid its words, when it capitalizes any (its first is capitalized
+    whatever it is)."""
+    return {w.text for w in words[1:] if w.text[:1].isupper()}
+
+
 def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None) -> GraphWalk:
     """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words)."""
     tokenizer = index.tokenizer
     walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
+    bm25 = index.bm25
+    walk.rows_naming = lambda name, language: bm25.rows_holding_all(tokenizer(name, language))
     titles = [r.fields.get("title") if isinstance(r.fields.get("title"), str) else None for r in index.rows]
     if any(titles):
         mentions: dict[str, int] = {}
@@ -381,4 +429,5 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
 def walk_params(settings: Any) -> WalkParams:
     """The walk's parameters from ``retrieval`` settings (core.settings.RetrievalSettings)."""
     return WalkParams(damping=settings.graph_damping, vector_threshold=settings.graph_vector_threshold,
-                      vector_seeds=settings.graph_vector_seeds, vector_weight=settings.graph_vector_weight)
+                      vector_seeds=settings.graph_vector_seeds, vector_weight=settings.graph_vector_weight,
+                      name_share=settings.graph_name_share)

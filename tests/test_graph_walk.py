@@ -5,6 +5,7 @@ depend on top_k."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,42 @@ def test_the_local_walk_matches_igraphs_personalized_pagerank() -> None:
         assert (ours <= theirs + 1e-12).all() and np.abs(theirs - ours).max() <= dropped, seeds
         top = lambda m: set(np.argsort(-m[walk.n_entities:])[:10].tolist())  # noqa: E731
         assert len(top(ours) & top(theirs)) >= 9, seeds
+
+
+ORDINARY = {  # "type" is an ordinary word here; the extractor takes "Types" for a name where it is capitalized
+    "engines.md": "Steam engines of this type drove the mills. See the diagram below (in Types of motor units "
+                  "section).\n",
+    "pumps.md": "A pump of the rotary type moves water at Lowmarsh.\n",
+    "valves.md": "Each valve type has its own seal, made at Lowmarsh.\n",
+    "boilers.md": "The boiler type decides the pressure.\n",
+}
+
+
+def test_an_ordinary_word_does_not_name_an_entity_met_where_it_was_capitalized(settings: StrataSettings,
+                                                                                 tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    index_folder(write_corpus(tmp_path / "notes", ORDINARY), settings)
+    eng = Engine(settings)
+    try:
+        walk = eng.index.graph_walk
+        assert walk_key("Types") in walk.keys and walk_key("Lowmarsh") in walk.keys  # both extracted
+        j = walk.keys[walk_key("Types")][0]
+        assert walk.share(j, "type", "en") < walk.params.name_share  # 1 chunk mentions it, 4 hold the word
+        assert [s.name for s in walk.link("which type drove the mills").seeds] == []
+        # A name is most of its word's uses, in any case the question writes it; a question that writes the
+        # word capitalized amid its words says it means the name.
+        assert [s.name for s in walk.link("what is made at lowmarsh").seeds] == ["Lowmarsh"]
+        assert "Types" in [s.name for s in walk.link("What does the Types section show?").seeds]
+        # The reader's question names are judged alike.
+        from answers.reader import IndexCorpus
+
+        corpus = IndexCorpus(eng.index, eng.current.lexicon)
+        assert corpus.known_names("which type drove the mills at lowmarsh") == ["lowmarsh"]
+        # With the share at 0 every name links as spelled: the word links the entity again.
+        walk.params = replace(walk.params, name_share=0.0)
+        assert "Types" in [s.name for s in walk.link("which type drove the mills").seeds]
+        assert corpus.known_names("which type drove the mills at lowmarsh") == ["type", "lowmarsh"]
+    finally:
+        eng.close()
