@@ -123,11 +123,12 @@ def probe_digest() -> str:
     from core.text import cjk, junk, names, sentences
     from extraction import offline
     from extraction.chunking import chunk_documents
-    from extraction.loader import document_from_text
+    from extraction.loader import document_from_row, document_from_text
     from extraction.probe import PROBE
     from extraction.wordlike import WordModel
 
-    docs: list[Document] = [document_from_text(name, text) for name, text in PROBE]
+    docs: list[Document] = [document_from_row(text, name, 1, "text") if name.endswith(".jsonl")
+                            else document_from_text(name, text) for name, text in PROBE]
     chunks = chunk_documents(docs, ChunkingSettings(chunk_tokens=64, overlap_tokens=8))
     words = WordModel.of_texts(d.text for d in docs)
     result = offline.OfflineExtractor(ExtractionSettings(), words=words).extract(chunks)

@@ -199,7 +199,10 @@ class RowProblem(ValueError):
         self.doc_id = doc_id
 
 
-def _jsonl_row(line: str, rel: str, lineno: int, text_field: str) -> Document:
+def document_from_row(line: str, rel: str, lineno: int, text_field: str) -> Document:
+    """The document of one JSON Lines row (line ``lineno`` of the file ``rel``): its ``text_field``, under its
+    ``title`` on a line of its own when it has one, and its other fields as metadata. RowProblem when the row
+    cannot be one."""
     try:
         row = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -247,7 +250,7 @@ def _load_jsonl(path: Path, rel: str, text_field: str) -> Iterator[Document | Lo
             yield RowProblem("", _row_id(raw_line.decode("utf-8", "replace"), rel, lineno))
             continue
         try:
-            yield _jsonl_row(line, rel, lineno, text_field)
+            yield document_from_row(line, rel, lineno, text_field)
         except RowProblem as exc:
             yield LoadProblem(where, str(exc))
             yield exc

@@ -70,9 +70,26 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     bp = clip(boilerplate, chunk.start, chunk.end)
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
+    spans = split_sentences(chunk.text, bp)
+    title = _title_line(chunk)
+    if title and spans and spans[0][0] == 0 and spans[0][1] > title:
+        # The document's title on its own first line (a row's "title" field, as the loader writes it) is a
+        # heading: the text under it opens a sentence, so its first word is no name for standing after it.
+        rest = len(chunk.text) - len(chunk.text[title:].lstrip())
+        spans = [(0, title), (rest, spans[0][1]), *spans[1:]] if rest < spans[0][1] else spans
     return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
-                      heading_line(chunk.text[s:e].lstrip("\r\n")))
-            for s, e in split_sentences(chunk.text, bp)]
+                      (s, e) == (0, title) or heading_line(chunk.text[s:e].lstrip("\r\n")))
+            for s, e in spans]
+
+
+def _title_line(chunk: Chunk) -> int:
+    """The end of the chunk's first line when the chunk opens its document and that line is the document's
+    title (metadata ``title``), else 0."""
+    title = chunk.metadata.get("title")
+    if chunk.start != 0 or not isinstance(title, str) or not title.strip():
+        return 0
+    end = chunk.text.find("\n")
+    return end if end > 0 and chunk.text[:end].strip() == title.strip() else 0
 
 
 def _cells_apart(text: str, view: str) -> str:

@@ -9,7 +9,8 @@ generic blocks, references resolved elsewhere, inline HTML and Markdown inside H
 words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
 first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
 wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
-(Simplified and Traditional), and Polish names in their cases.
+(Simplified and Traditional), Polish names in their cases, and a row of a JSON Lines corpus, whose title the
+loader writes on the line above its text.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ PROBE: tuple[tuple[str, str], ...] = (
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
      "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),
+    ("rows.jsonl",
+     '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
+     'Indian War, after the two enemies of the British."}'),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
      "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),

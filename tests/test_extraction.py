@@ -1,3 +1,6 @@
+import json
+from dataclasses import replace
+
 from core.text.names import find_entities
 from extraction.offline import OfflineExtractor
 from core.text.keys import normalize_name
@@ -116,3 +119,25 @@ def test_a_name_whose_lower_case_form_is_only_part_of_identifiers_still_opens_se
     corpus = WordModel.of_texts([text, "Set providers.consul.endpoint to the agent's address, then restart. " * 40])
     names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract([chunk]).extractions[0].entities}
     assert {"Consul", "Consul Catalog"} <= names, names
+
+
+def test_a_rows_title_line_is_a_heading_so_the_text_under_it_opens_a_sentence(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from core.settings import ChunkingSettings
+    from extraction.chunking import chunk_documents
+    from extraction.loader import load_folder
+
+    rows = [{"_id": "a", "title": "Civil disobedience",
+             "text": "Sometimes the prosecution offers a plea bargain, as in the case of the Camden group."},
+            {"_id": "b", "title": "Wiktoria Hanowerska",
+             "text": "Rok 1887 Zjednoczone Królestwo spędziło na świętowaniu jubileuszu królowej Wiktorii."}]
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                                         encoding="utf-8")
+    chunks = chunk_documents(load_folder(tmp_path).documents, ChunkingSettings(chunk_tokens=512, overlap_tokens=0))
+    assert [c.text.split("\n")[0] for c in chunks] == ["Civil disobedience", "Wiktoria Hanowerska"]
+    out = OfflineExtractor(ExtractionSettings()).extract(chunks).extractions
+    names = [{e.name for e in x.entities} for x in out]
+    assert "Camden" in names[0] and "Sometimes" not in names[0]
+    assert "Wiktoria" in names[1] and "Rok" not in names[1]
+    # The same first line is no heading in a document it does not title: "Sometimes" stands after "disobedience".
+    untitled = [replace(c, metadata={}) for c in chunks]
+    assert "Sometimes" in {e.name for e in OfflineExtractor(ExtractionSettings()).extract(untitled).extractions[0].entities}
