@@ -72,14 +72,29 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     cells = _cells_apart(chunk.text, view)
     spans = split_sentences(chunk.text, bp)
     title = _title_line(chunk)
+    rest = -1
     if title and spans and spans[0][0] == 0 and spans[0][1] > title:
         # The document's title on its own first line (a row's "title" field, as the loader writes it) is a
-        # heading: the text under it opens a sentence, so its first word is no name for standing after it.
+        # sentence of its own, and the text under it opens another: no name runs across the line ("Heaven" +
+        # "Cornell"), and the text's first word is no name for standing after the title ("Sometimes" under
+        # "Civil disobedience"), unless it is a word of the title (the text opens with its subject's name:
+        # "Midway" under "Midway, Floyd County, Iowa"). The title's words stay evidence as a sentence's do
+        # ("Malta" of "Economy of Malta").
         rest = len(chunk.text) - len(chunk.text[title:].lstrip())
         spans = [(0, title), (rest, spans[0][1]), *spans[1:]] if rest < spans[0][1] else spans
-    return [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
-                      (s, e) == (0, title) or heading_line(chunk.text[s:e].lstrip("\r\n")))
-            for s, e in spans]
+    titled = {w.casefold() for w in _TITLE_WORDS.findall(chunk.text[:title])}
+    out = []
+    for s, e in spans:
+        found = find_entities(cells[s:e], ordinary)
+        if s == rest:
+            found = [replace(f, at_start=False, opens=False) if f.start == 0 and f.name.split()[0].casefold() in titled
+                     else f for f in found]
+        out.append(_Sentence(view[s:e], chunk.start + s, tuple(found),
+                             heading_line(chunk.text[s:e].lstrip("\r\n"))))
+    return out
+
+
+_TITLE_WORDS = re.compile(r"[^\W_]+")
 
 
 def _title_line(chunk: Chunk) -> int:
