@@ -127,8 +127,12 @@ def probe_digest() -> str:
     from extraction.probe import PROBE
     from extraction.wordlike import WordModel
 
-    docs: list[Document] = [document_from_row(text, name, 1, "text") if name.endswith(".jsonl")
-                            else document_from_text(name, text) for name, text in PROBE]
+    docs: list[Document] = []
+    for name, text in PROBE:
+        if name.endswith(".jsonl"):
+            docs += [document_from_row(line, name, n, "text") for n, line in enumerate(text.splitlines(), start=1)]
+        else:
+            docs.append(document_from_text(name, text))
     chunks = chunk_documents(docs, ChunkingSettings(chunk_tokens=64, overlap_tokens=8))
     words = WordModel.of_texts(d.text for d in docs)
     result = offline.OfflineExtractor(ExtractionSettings(), words=words).extract(chunks)

@@ -9,8 +9,8 @@ generic blocks, references resolved elsewhere, inline HTML and Markdown inside H
 words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
 first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
 wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
-(Simplified and Traditional), Polish names in their cases, and a row of a JSON Lines corpus, whose title the
-loader writes on the line above its text.
+(Simplified and Traditional), Polish names in their cases, and rows of a JSON Lines corpus, whose title the
+loader writes on the line above its text (one text opening with a word of its title).
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),
     ("rows.jsonl",
      '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
-     'Indian War, after the two enemies of the British."}'),
+     'Indian War, after the two enemies of the British."}\n'
+     '{"_id": "midway", "title": "Midway, Floyd County, Iowa", "text": "Midway is an unincorporated community."}'),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
      "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),
