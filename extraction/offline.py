@@ -71,26 +71,24 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
     spans = split_sentences(chunk.text, bp)
+    out = [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
+                     heading_line(chunk.text[s:e].lstrip("\r\n"))) for s, e in spans]
     title = _title_line(chunk)
-    rest = -1
     if title and spans and spans[0][0] == 0 and spans[0][1] > title:
-        # The document's title on its own first line (a row's "title" field, as the loader writes it) is a
-        # sentence of its own, and the text under it opens another: no name runs across the line ("Heaven" +
-        # "Cornell"), and the text's first word is no name for standing after the title ("Sometimes" under
-        # "Civil disobedience"), unless it is a word of the title (the text opens with its subject's name:
-        # "Midway" under "Midway, Floyd County, Iowa"). The title's words stay evidence as a sentence's do
-        # ("Malta" of "Economy of Malta").
-        rest = len(chunk.text) - len(chunk.text[title:].lstrip())
-        spans = [(0, title), (rest, spans[0][1]), *spans[1:]] if rest < spans[0][1] else spans
-    titled = {w.casefold() for w in _TITLE_WORDS.findall(chunk.text[:title])}
-    out = []
-    for s, e in spans:
-        found = find_entities(cells[s:e], ordinary)
-        if s == rest:
-            found = [replace(f, at_start=False, opens=False) if f.start == 0 and f.name.split()[0].casefold() in titled
-                     else f for f in found]
-        out.append(_Sentence(view[s:e], chunk.start + s, tuple(found),
-                             heading_line(chunk.text[s:e].lstrip("\r\n"))))
+        # The document's title on its own first line (a row's "title" field, as the loader writes it) is read
+        # apart from the text under it: no name runs across the line ("Heaven" + "Cornell"), and the text's
+        # first word opens a clause, so it is no name for standing after the title ("Sometimes" under "Civil
+        # disobedience"), unless it is a word of the title (the text opens with its subject's name: "Midway"
+        # under "Midway, Floyd County, Iowa"). The sentence stays whole, title and all, for what it says of
+        # its names (their descriptions, and so their vectors, keep the page's subject), and the title's
+        # words stay evidence as a sentence's do ("Malta" of "Economy of Malta").
+        rest, end = len(chunk.text) - len(chunk.text[title:].lstrip()), spans[0][1]
+        titled = {w.casefold() for w in _TITLE_WORDS.findall(chunk.text[:title])}
+        body = [replace(f, at_start=False, opens=False) if f.start == 0 and f.name.split()[0].casefold() in titled
+                else f for f in find_entities(cells[rest:end], ordinary)]
+        found = list(find_entities(cells[:title], ordinary)) + [
+            replace(f, start=f.start + rest, end=f.end + rest) for f in body]
+        out[0] = replace(out[0], found=tuple(found))
     return out
 
 
