@@ -91,7 +91,7 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     for r in rows:
         decision = engine.route(r["question"])
         spans += bool(lexicon.find_spans(r["question"]))
-        linked += bool(index.graph_walk.link(r["question"]).by_name)
+        linked += index.graph_walk is not None and index.graph_walk.link(r["question"]).by_name
         seeded += bool(decision.graph_seeds)
         local += decision.route == "local"
         want = ids[r["context"]]
@@ -125,6 +125,7 @@ def main() -> None:
     results += [fig_en, fig_zh]
     ratio = fig_zh["entities_per_paragraph"] / max(1e-9, fig_en["entities_per_paragraph"])
     linked_ratio = fig_zh["linked"] / max(1e-9, fig_en["linked"])
+    spans_ratio = fig_zh["spans"] / max(1e-9, fig_en["spans"])
     polaq = _jsonl(args.data / "qa" / "polaq_manual_pl.jsonl")
     keep = sorted({r["context"] for r in polaq}, key=lambda c: stable_hash("graph-languages", c, size=8))
     keep_set = set(keep[:args.polaq_paragraphs])
@@ -139,12 +140,13 @@ def main() -> None:
         print(f"{f['corpus']:<26}{f['entities_per_paragraph']:>8}{f['seen_once']:>7}{f['spans']:>7}{f['linked']:>8}"
               f"{f['seeded']:>8}"
               f"{f['recall_at_5']:>7}{f['recall_at_5_no_graph']:>8}{f['routed_local']:>7}")
-    print(f"Chinese / English entities per paragraph: {ratio:.2f}; linked share: {linked_ratio:.2f}")
+    print(f"Chinese / English entities per paragraph: {ratio:.2f}; linked share: {linked_ratio:.2f} (spans: "
+          f"{spans_ratio:.2f})")
     names = sorted(lex_zh.by_key.values(), key=lambda e: stable_hash("sample", e.name, size=8))[:args.sample]
     print("sample of Chinese entities (read them: are they terms a reader would name?):")
     print(", ".join(f"{e.name}({e.type})" for e in names))
     print(json.dumps({"results": results, "zh_en_entities_ratio": round(ratio, 3),
-                      "zh_en_linked_ratio": round(linked_ratio, 3),
+                      "zh_en_walk_linked_ratio": round(linked_ratio, 3), "zh_en_spans_ratio": round(spans_ratio, 3),
                       "sample_zh": [e.name for e in names]}, ensure_ascii=False))
 
 

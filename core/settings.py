@@ -209,11 +209,13 @@ class RetrievalSettings(BaseModel):
         0.8, ge=-1, le=1.01, description="least similarity at which entities linked by vector alone (the question "
                                          "spells no entity's name) give the graph walk's list weight by default")
     graph_name_share: float = Field(
-        0.5, ge=0, le=1, description="least share of the chunks holding an entity's name (all its BM25 terms) "
-                                     "that mention the entity, for a question's words to name it when the "
-                                     "question does not capitalize them amid its words: below it the words are "
-                                     "mostly ordinary ones there (\"type\" and an entity \"Types\" met once). "
-                                     "0: every name links as spelled")
+        0.5, ge=0, le=1, description="least share of the chunks holding the words that name an entity found in "
+                                     "prose (all the BM25 terms of its name, or of the question's words, whichever "
+                                     "more chunks hold) that lie in documents mentioning it, for the question's "
+                                     "words to name it when the question does not capitalize them amid lower-case "
+                                     "words: below it the words are mostly ordinary ones there (\"type\" and an "
+                                     "entity \"Types\" met once). Identifiers and other shaped entities always "
+                                     "link. 0: every name links as spelled. The reader was fitted at 0.5")
     hop_links: int = Field(
         2, ge=0, le=20, description="with the graph walk's list in use, each first-hop passage (the top one, and "
                                     "those titled by a name the question holds) brings up to this many passages "

@@ -1,9 +1,9 @@
 """Which extractor made a document's stored extraction: a fingerprint of everything that decides it.
 
 Offline, that is :func:`rules_version`: a digest of what the offline extractor outputs on a fixed probe
-(:mod:`extraction.probe`: prose, runbook notes, a documentation page in Markdown, Chinese and Polish text, read
-as the loader reads them) and of the rule data it applies (its word lists and the sentence splitter's
-abbreviation tables). A change to any rule that alters that output changes the fingerprint, with no number to
+(:mod:`extraction.probe`: prose, runbook notes, a documentation page in Markdown, Chinese and Polish text, rows
+of a JSON Lines corpus, read as the loader reads them) and of the rule data it applies (its word lists and the
+sentence splitter's abbreviation tables). A change to any rule that alters that output changes the fingerprint, with no number to
 bump by hand. With an LLM it is that digest, the model's name and a digest of each prompt file the extractor
 renders (the override in ``llm.prompts_dir`` when there is one, else the packaged file). The response cache keys a call by
 the model and the rendered messages, so re-extracting after only the code changed costs no call, and after a

@@ -84,8 +84,13 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
         # words stay evidence as a sentence's do ("Malta" of "Economy of Malta").
         rest, end = len(chunk.text) - len(chunk.text[title:].lstrip()), spans[0][1]
         titled = {w.casefold() for w in _TITLE_WORDS.findall(chunk.text[:title])}
-        body = [replace(f, at_start=False, opens=False) if f.start == 0 and f.name.split()[0].casefold() in titled
-                else f for f in find_entities(cells[rest:end], ordinary)]
+        def subject(f: Found) -> bool:  # the name opens the text (after any quote or mark) with a title word
+            first = _TITLE_WORDS.findall(f.name.split()[0]) if f.name.split() else []
+            return (not cells[rest:rest + f.start].strip(" \"'“‘(*_") and bool(first)
+                    and all(w.casefold() in titled for w in first))
+
+        body = [replace(f, at_start=False, opens=False) if subject(f) else f
+                for f in find_entities(cells[rest:end], ordinary)]
         found = list(find_entities(cells[:title], ordinary)) + [
             replace(f, start=f.start + rest, end=f.end + rest) for f in body]
         out[0] = replace(out[0], found=tuple(found))

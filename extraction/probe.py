@@ -52,7 +52,8 @@ PROBE: tuple[tuple[str, str], ...] = (
     ("rows.jsonl",
      '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
      'Indian War, after the two enemies of the British."}\n'
-     '{"_id": "midway", "title": "Midway, Floyd County, Iowa", "text": "Midway is an unincorporated community."}'),
+     '{"_id": "midway", "title": "Midway, Floyd County, Iowa", "text": "Midway is an unincorporated community."}\n'
+     '{"_id": "obrien", "title": "Conan O\'Brien", "text": "\\"O\'Brien\\" hosted the show."}'),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
      "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),

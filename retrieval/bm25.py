@@ -207,20 +207,23 @@ class BM25Index:
         counts = np.diff(self.indptr)
         return np.array([int(counts[i]) if 0 <= i < counts.size else 0 for i in ids], np.float64)
 
-    def rows_holding_all(self, terms: Sequence[str]) -> int:
-        """How many live rows hold every one of ``terms`` (0 when a term is in none, or none is given)."""
+    def rows_holding_all(self, terms: Sequence[str]) -> np.ndarray:
+        """The live rows that hold every one of ``terms``, ascending (none when a term is in no row, or no term
+        is given). A term's postings are in row order, so each further term is a binary search."""
         if self._dirty:
             raise RuntimeError("BM25Index changed since the last commit(); call commit() before querying")
         ids = [self.vocab.get(t, -1) for t in dict.fromkeys(terms)]
         if not ids or any(not 0 <= i < self.indptr.size - 1 for i in ids):
-            return 0
+            return np.zeros(0, np.int32)
         ids.sort(key=lambda i: self.indptr[i + 1] - self.indptr[i])  # the rarest first: the fewest rows to test
         rows = self.rows[self.indptr[ids[0]]:self.indptr[ids[0] + 1]]
         for i in ids[1:]:
-            if rows.size == 0:
-                return 0
-            rows = rows[np.isin(rows, self.rows[self.indptr[i]:self.indptr[i + 1]], assume_unique=True)]
-        return int(self.alive[rows].sum())
+            post = self.rows[self.indptr[i]:self.indptr[i + 1]]
+            if rows.size == 0 or post.size == 0:
+                return np.zeros(0, np.int32)
+            at = np.minimum(np.searchsorted(post, rows), post.size - 1)
+            rows = rows[post[at] == rows]
+        return rows[self.alive[rows]]
 
     def get_scores(self, query: Sequence[str]) -> np.ndarray:
         """Scores for every row (dead rows 0), like rank_bm25's ``get_scores``."""

@@ -103,6 +103,12 @@ class Link:
 
 NO_LINK = Link(())
 
+# The types of names the extractor reads off capitals in prose, or a tagger: the ones an ordinary word can be
+# mistaken for, which :meth:`GraphWalk.share` judges. Identifiers, services, error codes, configuration keys and
+# concepts are found by their shape, and link as spelled.
+PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
+SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
+
 
 class GraphWalk:
     """Personalized PageRank over one generation's entity+chunk graph (see the module docstring)."""
@@ -123,10 +129,14 @@ class GraphWalk:
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
         self.titles: TitleHops | None = None  # the rows' titles, for the second hop by title (retrieval.hops)
-        # (name, language) -> how many chunks hold the name's words (BM25 terms); None: not known, names link as
-        # spelled (walk_for_index sets it from the index)
-        self.rows_naming: Callable[[str, str], int] | None = None
-        self._shares: dict[tuple[int, str, str], float] = {}
+        # How the index reads a text's words (BM25 terms, in a language) and which rows hold all of some terms,
+        # for :meth:`share`; None: not known, names link as spelled (walk_for_index sets them from the index).
+        self.terms: Callable[[str, str], list[str]] | None = None
+        self.holding: Callable[[Sequence[str]], np.ndarray] | None = None
+        self.query_language: Callable[[str], str] = detect_language  # the index's reading, once it is known
+        self.types: list[str] = []  # per entity position (empty: every entity is a name found in prose)
+        self.document_of_row: np.ndarray | None = None  # per row, its document's number
+        self._shares: dict[tuple[str, tuple[str, ...]], float] = {}  # (walk key, terms) -> share; bounded
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
@@ -199,8 +209,10 @@ class GraphWalk:
         counts = {"entities": n_e, "mention_edges": int(m_e_a.size), "relation_edges": len(r_a),
                   "synonym_edges": len(s_a), "chunks": n_rows,
                   "chunks_with_entities": int(len(set(m_r)))}
-        return cls([e.id for e in entities], [e.name for e in entities], df, keys, out_edges, n_rows, lexicon,
+        walk = cls([e.id for e in entities], [e.name for e in entities], df, keys, out_edges, n_rows, lexicon,
                    params, counts, is_stop)
+        walk.types = [e.type for e in entities]
+        return walk
 
     def stats(self) -> dict[str, int]:
         """Entity and edge counts (printed by ``bench.multihop``)."""
@@ -220,6 +232,7 @@ class GraphWalk:
         ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = spans.words(question)
         language = detect_language(question)
+        reading = self.query_language(question)
         # A question that writes names capitalized writes its lowercase words as common nouns: "the association"
         # does not name the entity "Association" (a word that opened sentences in the corpus).
         cased = any(w.text[:1].isupper() for w in words[1:])
@@ -258,7 +271,7 @@ class GraphWalk:
         for j, (judged, matched) in found.items():
             if self.df[j] > limit or self.is_stop(judged):
                 continue
-            if not self._names(j, matched, language, capitalized):
+            if not self._names(j, matched, reading, capitalized):
                 continue
             seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
         if query_vector is not None:
@@ -267,8 +280,12 @@ class GraphWalk:
         return Link(tuple(seeds))
 
     def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
-        """Whether the question's words ``matched`` name entity ``j``: the question capitalizes them amid its
-        words (``capitalized``), or the entity is most of their uses in the corpus (:meth:`share`)."""
+        """Whether the question's words ``matched`` name entity ``j``: an entity of a shape (an identifier, a
+        service, an error code: not read off capitals) always; a name found in prose when the question
+        capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses in the
+        corpus (:meth:`share`)."""
+        if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES):
+            return True
         content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
         if content and all(w in capitalized for w in content):
             return True
@@ -276,23 +293,50 @@ class GraphWalk:
 
     def names_in(self, question: str, matches: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
         """Those of ``matches`` ((the question's words, the entity name they spell), as the lexicon finds them)
-        that name their entity by :meth:`link`'s judgement; the reader's question names are these."""
-        language, capitalized = detect_language(question), _capitalized(spans.words(question))
-        return [(span, name) for span, name in matches
-                if any(self._names(j, span, language, capitalized) for j in self.keys.get(walk_key(name), ()))]
+        that name their entity by :meth:`link`'s judgement (a name the walk does not hold is kept); the
+        reader's question names are these."""
+        language, capitalized = self.query_language(question), _capitalized(spans.words(question))
+        out = []
+        for span, name in matches:
+            held = self.keys.get(walk_key(name), ())
+            if not held or any(self._names(j, span, language, capitalized) for j in held):
+                out.append((span, name))
+        return out
 
     def share(self, j: int, matched: str, language: str) -> float:
-        """The share of the chunks holding entity ``j``'s name, or the words ``matched`` that named it (all
-        their BM25 terms, read in ``language``), that mention it: near 1 for a name, low for an ordinary word
-        that the extractor took for one where it was capitalized (1 when not known). Learned from the corpus
-        itself; no word list."""
-        key = (j, matched, language)
-        got = self._shares.get(key)
+        """Of the chunks holding the words that named entity ``j`` (its name's, or the question's ``matched``,
+        whichever more chunks hold: all their BM25 terms, read in ``language``), the share in documents that
+        mention it (under any spelling of its key): near 1 for a name, low for an ordinary word that the
+        extractor took for one where it was capitalized. A document counts whole, since a page's title and
+        description are indexed above each of its chunks. 1 when not known. Learned from the corpus itself; no
+        word list."""
+        if self.terms is None or self.holding is None:
+            return 1.0
+        key = walk_key(self.names[j])
+        widest = max((tuple(self.terms(t, language)) for t in (self.names[j], matched)),
+                     key=lambda ts: self._holding(ts).size)
+        got = self._shares.get((key, widest))
         if got is None:
-            holding = (max(self.rows_naming(self.names[j], language), self.rows_naming(matched, language))
-                       if self.rows_naming is not None else 0)
-            got = self._shares[key] = 1.0 if holding <= 0 else min(1.0, float(self.df[j]) / holding)
+            rows = self._holding(widest)
+            if rows.size == 0:
+                got = 1.0
+            else:
+                group = self.keys.get(key, [j])
+                mentioned = self.out_edges[group].indices
+                mentioned = mentioned[mentioned >= self.n_entities] - self.n_entities
+                if self.document_of_row is not None:
+                    docs = np.unique(self.document_of_row[mentioned])
+                    inside = np.isin(self.document_of_row[rows], docs)
+                else:
+                    inside = np.isin(rows, mentioned)
+                got = float(inside.mean())
+            if len(self._shares) >= SHARE_CACHE:
+                self._shares.clear()
+            self._shares[(key, widest)] = got
         return got
+
+    def _holding(self, terms: tuple[str, ...]) -> np.ndarray:
+        return self.holding(terms) if terms and self.holding is not None else np.zeros(0, np.int64)
 
     def neighbours(self, entity_ids: Sequence[str], limit: int = 50) -> list[str]:
         """The names of the entities related to ``entity_ids`` (relation edges, strongest first), themselves
@@ -402,17 +446,24 @@ class GraphWalk:
 
 
 def _capitalized(words: Sequence[spans.Word]) -> set[str]:
-    """The words a question capitalizes amid its words, when it capitalizes any (its first is capitalized
-    whatever it is)."""
-    return {w.text for w in words[1:] if w.text[:1].isupper()}
+    """The words a question capitalizes amid its words (its first is capitalized whatever it is); none when it
+    writes no word in lower case (Title Case or capitals say nothing of names)."""
+    rest = [w.text for w in words[1:] if w.text[:1].isalpha() and not w.cjk]
+    if not any(w[:1].islower() for w in rest):
+        return set()
+    return {w for w in rest if w[:1].isupper()}
 
 
 def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None) -> GraphWalk:
     """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words)."""
     tokenizer = index.tokenizer
     walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
-    bm25 = index.bm25
-    walk.rows_naming = lambda name, language: bm25.rows_holding_all(tokenizer(name, language))
+    walk.terms = tokenizer
+    walk.holding = lambda terms: index.bm25.rows_holding_all(terms)  # the index's current BM25, whatever it is
+    walk.query_language = index.query_language
+    numbers: dict[str, int] = {}
+    walk.document_of_row = np.fromiter((numbers.setdefault(r.document_id, len(numbers)) for r in index.rows),
+                                       np.int64, len(index.rows))
     titles = [r.fields.get("title") if isinstance(r.fields.get("title"), str) else None for r in index.rows]
     if any(titles):
         mentions: dict[str, int] = {}

@@ -96,3 +96,18 @@ def test_pruned_top_k_equals_the_full_ranking(n_docs: int, vocab: int) -> None:
         pruned += idx._top_maxscore(idx._terms(query), k, mask) is not None
     if n_docs > 100:
         assert pruned > 20  # the pruned path really ran
+
+
+def test_rows_holding_all_terms_match_a_count_by_hand_after_adds_and_deletes() -> None:
+    rng = np.random.default_rng(7)
+    vocab = [f"w{i}" for i in range(12)]
+    docs = [list(rng.choice(vocab, size=int(rng.integers(1, 9)))) for _ in range(300)]
+    index = BM25Index()
+    index.add(docs[:200])
+    index.commit()
+    index.add(docs[200:])  # postings of rows added later come after the earlier ones'
+    index.delete(range(0, 300, 7))
+    index.commit()
+    for terms in (["w1"], ["w1", "w2"], ["w3", "w4", "w5"], ["w1", "w1"], ["w0", "nowhere"], []):
+        want = [r for r, d in enumerate(docs) if r % 7 and terms and all(t in d for t in terms)]
+        assert index.rows_holding_all(terms).tolist() == want, terms

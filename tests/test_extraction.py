@@ -131,18 +131,20 @@ def test_a_rows_title_line_is_a_heading_so_the_text_under_it_opens_a_sentence(tm
             {"_id": "b", "title": "Wiktoria Hanowerska",
              "text": "Rok 1887 Zjednoczone Królestwo spędziło na świętowaniu jubileuszu królowej Wiktorii."},
             {"_id": "c", "title": "Midway, Floyd County, Iowa",
-             "text": "Midway is an unincorporated community. Nashua lies north of it."}]
+             "text": "Midway is an unincorporated community. Nashua lies north of it."},
+            {"_id": "d", "title": "Conan O'Brien", "text": "\"O'Brien\" hosted the show."}]
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
                                          encoding="utf-8")
     chunks = chunk_documents(load_folder(tmp_path).documents, ChunkingSettings(chunk_tokens=512, overlap_tokens=0))
     assert [c.text.split("\n")[0] for c in chunks] == ["Civil disobedience", "Wiktoria Hanowerska",
-                                                       "Midway, Floyd County, Iowa"]
+                                                       "Midway, Floyd County, Iowa", "Conan O'Brien"]
     out = OfflineExtractor(ExtractionSettings()).extract(chunks).extractions
     names = [{e.name for e in x.entities} for x in out]
     assert "Camden" in names[0] and "Sometimes" not in names[0]
     assert "Wiktoria" in names[1] and "Rok" not in names[1]
     # A text that opens with a word of its title opens with its subject's name; no name runs across the line.
     assert "Midway" in names[2] and not any("Iowa" in n and "Midway" in n for n in names[2])
+    assert "O'Brien" in names[3]  # after a quote, and a word of the title however punctuated
     # The same first line is no heading in a document it does not title: "Sometimes" stands after "disobedience".
-    untitled = [replace(c, metadata={}) for c in chunks]
-    assert "Sometimes" in {e.name for e in OfflineExtractor(ExtractionSettings()).extract(untitled).extractions[0].entities}
+    untitled = OfflineExtractor(ExtractionSettings()).extract([replace(c, metadata={}) for c in chunks]).extractions
+    assert "Sometimes" in {e.name for e in untitled[0].entities} and "Rok" in {e.name for e in untitled[1].entities}

@@ -280,6 +280,11 @@ def test_an_ordinary_word_does_not_name_an_entity_met_where_it_was_capitalized(s
         # word capitalized amid its words says it means the name.
         assert [s.name for s in walk.link("what is made at lowmarsh").seeds] == ["Lowmarsh"]
         assert "Types" in [s.name for s in walk.link("What does the Types section show?").seeds]
+        # A question in capitals or Title Case says nothing of names by its capitals.
+        assert [s.name for s in walk.link("WHICH TYPE DROVE THE MILLS").seeds] == []
+        assert [s.name for s in walk.link("Which Type Drove The Mills").seeds] == []
+        # A name the walk does not hold (the lexicon of another generation) is not judged away.
+        assert walk.names_in("which type", [("type", "Types"), ("type", "Typewriters")]) == [("type", "Typewriters")]
         # The reader's question names are judged alike.
         from answers.reader import IndexCorpus
 
@@ -289,5 +294,31 @@ def test_an_ordinary_word_does_not_name_an_entity_met_where_it_was_capitalized(s
         walk.params = replace(walk.params, name_share=0.0)
         assert "Types" in [s.name for s in walk.link("which type drove the mills").seeds]
         assert corpus.known_names("which type drove the mills at lowmarsh") == ["type", "lowmarsh"]
+    finally:
+        eng.close()
+
+
+def test_a_name_a_page_title_puts_above_every_chunk_is_that_pages_name(settings: StrataSettings,
+                                                                      tmp_path: Path) -> None:
+    """BM25 reads a page's title above each of its chunks, and the extractor finds the name only in the chunks
+    whose text says it: the share counts the page whole, so a lowercase question still names it."""
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    body = "\n\n".join(f"Step {i}: the agent copies its settings and restarts the pumps in rotation {i}." for i in range(12))
+    files = {"consul.md": "---\ntitle: Running Quorvale\n---\nEach node runs Quorvale, which keeps the cluster's catalog.\n\n" + body + "\n",
+             "other.md": "The harbour opens at dawn.\n"}
+    settings = settings.model_copy(update={"chunking": settings.chunking.model_copy(
+        update={"chunk_tokens": 48, "overlap_tokens": 0})})
+    index_folder(write_corpus(tmp_path / "notes", files), settings)
+    eng = Engine(settings)
+    try:
+        walk = eng.index.graph_walk
+        rows = [r for r in eng.index.rows if r.document_id.endswith("consul.md")]
+        j = walk.keys[walk_key("Quorvale")][0]
+        assert len(rows) > 3 and walk.df[j] < len(rows) / 2  # most of the page's chunks hold it by their header
+        assert [s.name for s in walk.link("how does quorvale keep the catalog").seeds][:1] == ["Quorvale"]
+        walk.document_of_row, walk._shares = None, {}  # counted chunk by chunk, the page's own name falls short
+        assert walk.share(j, "quorvale", "en") < walk.params.name_share
     finally:
         eng.close()
