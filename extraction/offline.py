@@ -71,30 +71,36 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     view = prose_view(chunk.text, extra=bp) if view is None else view
     cells = _cells_apart(chunk.text, view)
     spans = split_sentences(chunk.text, bp)
-    out = [_Sentence(view[s:e], chunk.start + s, tuple(find_entities(cells[s:e], ordinary)),
-                     heading_line(chunk.text[s:e].lstrip("\r\n"))) for s, e in spans]
     title = _title_line(chunk)
-    if title and spans and spans[0][0] == 0 and spans[0][1] > title:
-        # The document's title on its own first line (a row's "title" field, as the loader writes it) is read
-        # apart from the text under it: no name runs across the line ("Heaven" + "Cornell"), and the text's
-        # first word opens a clause, so it is no name for standing after the title ("Sometimes" under "Civil
-        # disobedience"), unless it is a word of the title (the text opens with its subject's name: "Midway"
-        # under "Midway, Floyd County, Iowa"). The sentence stays whole, title and all, for what it says of
-        # its names (their descriptions, and so their vectors, keep the page's subject), and the title's
-        # words stay evidence as a sentence's do ("Malta" of "Economy of Malta").
-        rest, end = len(chunk.text) - len(chunk.text[title:].lstrip()), spans[0][1]
-        titled = {w.casefold() for w in _TITLE_WORDS.findall(chunk.text[:title])}
-        def subject(f: Found) -> bool:  # the name opens the text (after any quote or mark) with a title word
-            first = _TITLE_WORDS.findall(f.name.split()[0]) if f.name.split() else []
-            return (not cells[rest:rest + f.start].strip(" \"'“‘(*_") and bool(first)
-                    and all(w.casefold() in titled for w in first))
+    under_title = bool(title and spans and spans[0][0] == 0 and spans[0][1] > title)
+    return [_Sentence(view[s:e], chunk.start + s,
+                      tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
+                            else find_entities(cells[s:e], ordinary)),
+                      heading_line(chunk.text[s:e].lstrip("\r\n")))
+            for i, (s, e) in enumerate(spans)]
 
-        body = [replace(f, at_start=False, opens=False) if subject(f) else f
-                for f in find_entities(cells[rest:end], ordinary)]
-        found = list(find_entities(cells[:title], ordinary)) + [
-            replace(f, start=f.start + rest, end=f.end + rest) for f in body]
-        out[0] = replace(out[0], found=tuple(found))
-    return out
+
+def _found_under_title(text: str, cells: str, title: int, end: int, ordinary: frozenset[str] | None) -> list[Found]:
+    """The names of a first sentence ``text[:end]`` whose first line (``text[:title]``) is the document's title.
+
+    The title (a row's "title" field, as the loader writes it) is read apart from the text under it: no name runs
+    across the line ("Heaven" + "Cornell"), and the text's first word opens a clause, so it is no name for
+    standing after the title ("Sometimes" under "Civil disobedience"), unless it is a word of the title (the text
+    opens with its subject's name: "Midway" under "Midway, Floyd County, Iowa"). The sentence stays whole, title
+    and all, for what it says of its names (their descriptions, and so their vectors, keep the page's subject),
+    and the title's words stay evidence as a sentence's do ("Malta" of "Economy of Malta")."""
+    rest = len(text) - len(text[title:].lstrip())
+    titled = {w.casefold() for w in _TITLE_WORDS.findall(text[:title])}
+
+    def subject(f: Found) -> bool:  # the name opens the text (after any quote or mark) with a title word
+        first = _TITLE_WORDS.findall(f.name.split()[0]) if f.name.split() else []
+        return (not cells[rest:rest + f.start].strip(" \"'“‘(*_") and bool(first)
+                and all(w.casefold() in titled for w in first))
+
+    body = [replace(f, at_start=False, opens=False) if subject(f) else f
+            for f in find_entities(cells[rest:end], ordinary)]
+    return list(find_entities(cells[:title], ordinary)) + [replace(f, start=f.start + rest, end=f.end + rest)
+                                                           for f in body]
 
 
 _TITLE_WORDS = re.compile(r"[^\W_]+")

@@ -136,7 +136,8 @@ class GraphWalk:
         self.query_language: Callable[[str], str] = detect_language  # the index's reading, once it is known
         self.types: list[str] = []  # per entity position (empty: every entity is a name found in prose)
         self.document_of_row: np.ndarray | None = None  # per row, its document's number
-        self._shares: dict[tuple[str, tuple[str, ...]], float] = {}  # (walk key, terms) -> share; bounded
+        # (walk key, the name's terms, the matched words' terms) -> share; bounded
+        self._shares: dict[tuple[str, tuple[str, ...], tuple[str, ...]], float] = {}
 
     def attach_vectors(self, vectors: Any) -> int:
         """Use ``vectors`` (:class:`retrieval.entity_vectors.EntityVectors`) for linking by vector; entities they
@@ -224,10 +225,11 @@ class GraphWalk:
         punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
         that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
         a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
-        each seed weighs by its inverse chunk frequency. Unless the question capitalizes the span amid its
-        words, an entity seeds only when its mentions make at least ``name_share`` of the chunks that hold its
-        name's words (:meth:`share`): "type" does not name "Types", met once where a heading opened a line, in a
-        corpus where "type" is an ordinary word. With the question's vector ``query_vector`` (the
+        each seed weighs by its inverse chunk frequency. A name found in prose seeds only when the question
+        capitalizes the span amid lower-case words, or when at least ``name_share`` of the chunks holding its
+        words lie in documents that mention it (:meth:`share`): "type" does not name "Types", met once where a
+        heading opened a line, in a corpus where "type" is an ordinary word; identifiers and other shaped
+        entities link as spelled. With the question's vector ``query_vector`` (the
         dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
         ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = spans.words(question)
@@ -313,11 +315,10 @@ class GraphWalk:
         if self.terms is None or self.holding is None:
             return 1.0
         key = walk_key(self.names[j])
-        widest = max((tuple(self.terms(t, language)) for t in (self.names[j], matched)),
-                     key=lambda ts: self._holding(ts).size)
-        got = self._shares.get((key, widest))
+        cache_key = (key, tuple(self.terms(self.names[j], language)), tuple(self.terms(matched, language)))
+        got = self._shares.get(cache_key)
         if got is None:
-            rows = self._holding(widest)
+            rows = max((self._holding(terms) for terms in cache_key[1:]), key=len)  # ties: the name's
             if rows.size == 0:
                 got = 1.0
             else:
@@ -332,7 +333,7 @@ class GraphWalk:
                 got = float(inside.mean())
             if len(self._shares) >= SHARE_CACHE:
                 self._shares.clear()
-            self._shares[(key, widest)] = got
+            self._shares[cache_key] = got
         return got
 
     def _holding(self, terms: tuple[str, ...]) -> np.ndarray:
