@@ -19,7 +19,9 @@ Figures per corpus:
   routes a question (``Engine.route``, the path of ``POST /v1/ask``);
 - ``recall_at_5`` of the question's own paragraph, by the default ranking and by the default without the graph
   list (``graph_weight`` 0);
-- ``routed_local``: share of these single-paragraph factual questions the router sends local;
+- ``routed_local``: share of these single-paragraph factual questions the router sends local, over the
+  questions of articles the router was never trained on (``routing.train.in_router_sample``: it trains on the
+  Chinese and Polish questions of a fixed eighth of the articles, the same in every file);
 - a sample of ``--sample`` Chinese entities (by a stable hash) printed for reading: are they terms?
 
 Last line: one JSON object.
@@ -67,6 +69,7 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     from strata.extractor_record import recorded_extractor
     from strata.pipeline import index_folder
     from strata.workspace import Workspace
+    from routing.train import in_router_sample
 
     from strata.engine import Engine
 
@@ -87,13 +90,15 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     lexicon, index = snap.lexicon, snap.index
     counts = [e.chunks for e in lexicon.by_key.values()]
     n_par = len(ids)
-    spans = linked = seeded = local = rec = rec_ng = 0
+    spans = linked = seeded = local = unseen = rec = rec_ng = 0
     for r in rows:
         decision = engine.route(r["question"])
         spans += bool(lexicon.find_spans(r["question"]))
         linked += index.graph_walk is not None and index.graph_walk.link(r["question"]).by_name
         seeded += bool(decision.graph_seeds)
-        local += decision.route == "local"
+        if not in_router_sample(r["title"]):
+            unseen += 1
+            local += decision.route == "local"
         want = ids[r["context"]]
         top = [h.document_id for h in index.search(r["question"], 5)]
         top_ng = [h.document_id for h in index.search(r["question"], 5, graph_weight=0)]
@@ -103,7 +108,8 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     fig = {"corpus": name, "paragraphs": n_par, "questions": n, "entities": len(counts),
            "entities_per_paragraph": round(len(counts) / max(1, n_par), 2),
            "seen_once": round(sum(c == 1 for c in counts) / max(1, len(counts)), 3),
-           "spans": round(spans / n, 3), "linked": round(linked / n, 3), "seeded": round(seeded / n, 3), "routed_local": round(local / n, 3),
+           "spans": round(spans / n, 3), "linked": round(linked / n, 3), "seeded": round(seeded / n, 3), "routed_local": round(local / max(1, unseen), 3),
+           "routed_questions": unseen,
            "recall_at_5": round(rec / n, 3), "recall_at_5_no_graph": round(rec_ng / n, 3)}
     engine.close()
     return fig, lexicon
