@@ -23,7 +23,7 @@ from communities.drift import score_inputs
 from communities.sentences import Idf, Sentence, key_terms, lexrank, mmr, normalized, sentences_of, stems, tfidf
 from core.text.glue import ENGLISH, glue_for
 from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
-from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report
+from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report, document_of
 from core.settings import CommunitySettings
 from extraction.kinds import kind_weight
 from extraction.wordlike import prose_tokens
@@ -92,9 +92,10 @@ class ExtractiveReportWriter:
     def _topics(self, ctx: CommunityContext) -> list[tuple[str, float]]:
         """The titles of the pages of the passages the report reads (so a worker holding only those passages writes
         the same title), each weighted by how much the page is about the community: the mentions of members on
-        it times the share of its mentions that are of members (a reference page that names every option of a
-        product is about none of them in particular), times the page's kind (``kind_weights``); heaviest first;
-        empty unless the corpus has several titled pages."""
+        it, each weighing one plus the member's degree in the community (a page naming its central members is
+        more about it than one naming many of its leaves), times the share of the page's mentions that are of members (a
+        reference page that names every option of a product is about none of them in particular), times the
+        page's kind (``kind_weights``); heaviest first; empty unless the corpus has several titled pages."""
         if not self._page_titles(ctx):
             return []
         pages: dict[str, Chunk] = {}
@@ -102,11 +103,16 @@ class ExtractiveReportWriter:
             c = self.chunks.get(cid)
             if c is not None and c.metadata.get("title"):
                 pages.setdefault(c.document_id, c)
+        degree = ctx.degree()
+        central: Counter[str] = Counter()  # per page: its member mentions, each weighing 1 + the member's degree
+        for e in ctx.entities:
+            for cid in e.chunk_ids:
+                central[document_of(cid)] += 1.0 + degree[e.id]
         weight: Counter[str] = Counter()
         for doc, c in pages.items():
             members, mentions = ctx.pages.get(doc, (0, 0))
             if members:
-                weight[str(c.metadata["title"])] += (members * members / mentions
+                weight[str(c.metadata["title"])] += (central[doc] * members / mentions
                                                      * kind_weight(c.metadata.get("kind"), self.settings.kind_weights))
         return sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))
 

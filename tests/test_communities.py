@@ -1,7 +1,7 @@
 from communities.context import GraphIndex, fingerprint
 from communities.leiden import WeightedEdge, detect_communities, hierarchical_leiden, match_identities
 from communities.reports import ExtractiveReportWriter, write_reports
-from core.records import Community, Entity, GraphSnapshot, Relation
+from core.records import Chunk, Community, Entity, GraphSnapshot, Relation
 from core.settings import CommunitySettings
 
 
@@ -181,3 +181,25 @@ def test_a_report_is_written_again_when_a_page_it_reads_is_less_about_its_commun
     extra = tuple(Entity(f"o{i}", f"option {i}", "name", "an option", ("c0#0009",)) for i in range(5))
     after = fingerprint(GraphIndex(GraphSnapshot(snap.entities + extra, snap.relations)).context(comm))
     assert before != after
+
+
+def test_a_docs_title_names_the_page_about_the_communitys_central_members() -> None:
+    # A community around TLS: TLS is linked to every member, SNI and six options only to TLS. The LDAP page names
+    # the six options and nothing else; the TLS page names TLS and SNI on three chunks, beside other entities.
+    # Counting mentions alone (6 * 6/6 against 6 * 6/9) the LDAP page would title it; a page naming the central
+    # member is more about the community than one naming as many of its leaves.
+    def chunk(cid: str, title: str) -> Chunk:
+        doc = cid.split("#")[0]
+        return Chunk(cid, doc, int(cid[-1]), f"Text of {cid}.", 0, 10, 3, doc, cid, {"title": title})
+
+    tls = [f"tls.md#000{i}" for i in range(3)]
+    chunks = {c.id: c for c in [chunk("ldap.md#0000", "LDAP Authentication")] + [chunk(c, "TLS Certificates") for c in tls]}
+    options = [Entity(f"o{i}", f"Option{i}", "name", "an option", ("ldap.md#0000",)) for i in range(6)]
+    members = [Entity("tls", "TLS", "name", "a protocol", tuple(tls)), Entity("sni", "SNI", "name", "an extension", tuple(tls))]
+    others = [Entity(f"x{i}", f"Other{i}", "name", "elsewhere", (tls[i],)) for i in range(3)]
+    relations = [Relation(f"r_{e.id}", *sorted(("tls", e.id)), "linked", (e.chunk_ids[0],)) for e in options + members[1:]]
+    snap = GraphSnapshot(tuple(members + options + others), tuple(relations))
+    comm = Community("c", 0, None, tuple(e.id for e in members + options))
+    ctx = GraphIndex(snap).context(comm)
+    title = ExtractiveReportWriter(CommunitySettings(), chunks).write(ctx).title
+    assert title.startswith("TLS Certificates"), title
