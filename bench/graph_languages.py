@@ -88,7 +88,7 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     engine = Engine(settings)
     snap = engine.current
     lexicon, index = snap.lexicon, snap.index
-    counts = [e.chunks for e in lexicon.by_key.values()]
+    counts = [e.chunks for e in lexicon.entities]
     n_par = len(ids)
     spans = linked = seeded = local = unseen = rec = rec_ng = 0
     for r in rows:
@@ -148,7 +148,7 @@ def main() -> None:
               f"{f['recall_at_5']:>7}{f['recall_at_5_no_graph']:>8}{f['routed_local']:>7}")
     print(f"Chinese / English entities per paragraph: {ratio:.2f}; linked share: {linked_ratio:.2f} (spans: "
           f"{spans_ratio:.2f})")
-    names = sorted(lex_zh.by_key.values(), key=lambda e: stable_hash("sample", e.name, size=8))[:args.sample]
+    names = sorted(lex_zh.entities, key=lambda e: stable_hash("sample", e.name, size=8))[:args.sample]
     print("sample of Chinese entities (read them: are they terms a reader would name?):")
     print(", ".join(f"{e.name}({e.type})" for e in names))
     print(json.dumps({"results": results, "zh_en_entities_ratio": round(ratio, 3),

@@ -43,9 +43,11 @@ class ExtractionSettings(BaseModel):
                                           "people and organizations for technical notes)")
     gleanings: int = Field(0, ge=0, le=5)
     description_max_chars: int = Field(600, ge=50)
-    name_base_forms: bool = Field(True, description="offline: a Polish document's names in their base form, so that "
-                                                    "their cases are one entity (Warszawie, Warszawy: Warszawa); "
-                                                    "bench.graph_languages measures it against names as written")
+    name_base_forms: bool = Field(True, description="offline: a Polish document's names merged by their base form, so "
+                                                    "that their cases are one entity (Warszawie, Warszawy: Warszawa), "
+                                                    "named by the written form with the most words in base form "
+                                                    "(Polska Akademia Nauk); bench.graph_languages measures it "
+                                                    "against names as written")
 
 
 class LLMSettings(BaseModel):

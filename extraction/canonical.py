@@ -18,7 +18,7 @@ from extraction.types import ChunkExtraction, EntityMention, RelationMention
 
 
 def extraction_to_json(ex: ChunkExtraction) -> str:
-    return json.dumps({"e": [[m.name, m.type, m.description] for m in ex.entities],
+    return json.dumps({"e": [[m.name, m.type, m.description] + ([m.written] if m.written else []) for m in ex.entities],
                        "r": [[r.source, r.target, r.description] for r in ex.relations]}, ensure_ascii=False)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
 from core.text.language import detect_language
-from core.text.lemma import polish_name
+from core.text.lemma import BASE_FORM_TYPES, polish_name
 from core.text.names import Found, find_entities, ordinary_words
 from core.text.sentences import split_sentences
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -180,11 +180,19 @@ class OfflineExtractor:
                 found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
                          or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
                                                                  and self.words.prose_word(f.name))]
+            written: dict[str, str] = {}  # a name in its base form -> as this sentence writes it
             if base is not str:
-                found = [replace(f, name=base(f.name)) if f.type in _BASE_FORM_TYPES else f for f in found]
+                based = []
+                for f in found:
+                    b = base(f.name) if f.type in BASE_FORM_TYPES else f.name
+                    if b != f.name:
+                        written.setdefault(b, f.name)
+                        f = replace(f, name=b)
+                    based.append(f)
+                found = based
             snippet = " ".join(sentence.split())[:240]
             for f in found:
-                entities.setdefault(f.name, EntityMention(f.name, f.type, snippet))
+                entities.setdefault(f.name, EntityMention(f.name, f.type, snippet, written.get(f.name, "")))
             unique: list[Found] = []
             for f in found:
                 if all(u.name != f.name for u in unique):
@@ -220,7 +228,6 @@ class OfflineExtractor:
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
-_BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
 # Entities whose shape makes them what they are (an error code holds a number), not judged by the corpus's word
 # model; nor are names in Chinese, Japanese or Korean script (jieba's tagger judges Chinese names and terms).
 _SHAPED_TYPES = frozenset({"error_code", "version"})

@@ -18,6 +18,7 @@ from extraction.aliases import ALIAS_TYPES, merges_by_document
 from extraction.types import ChunkExtraction
 from core.records import Entity, Relation, document_of, stable_hash
 from core.text.keys import normalize_name
+from core.text.lemma import words_in_base_form
 
 
 def key_id(key: str) -> str:
@@ -52,6 +53,8 @@ def merge_descriptions(descriptions: Iterable[str], max_chars: int) -> str:
 def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int = 600) -> tuple[list[Entity], list[Relation]]:
     """Merge per-chunk extractions into entities and relations with provenance, in a stable order."""
     names: dict[str, Counter[str]] = defaultdict(Counter)
+    shown: dict[str, Counter[str]] = defaultdict(Counter)  # the names as the text writes them
+    based: set[str] = set()  # entities named in a base form the text does not always write (Polish)
     types: dict[str, Counter[str]] = defaultdict(Counter)
     descs: dict[str, list[str]] = defaultdict(list)
     chunks: dict[str, dict[str, None]] = defaultdict(dict)
@@ -73,6 +76,9 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
             merged[eid].add(key_of[(m.name, m.type)])
             local[m.name] = eid
             names[eid][m.name] += 1
+            shown[eid][m.written or m.name] += 1
+            if m.written:
+                based.add(eid)
             types[eid][m.type] += 1
             descs[eid].append(m.description)
             chunks[eid][ex.chunk_id] = None
@@ -89,10 +95,17 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
     for eid in sorted(names):
         # The most frequent surface form names the entity; ties go to the first seen. An entity merged from a
         # name and its longer forms is named by its most frequent form of more than one word ("Alex Mercer").
-        forms = names[eid].items()
-        if len(merged[eid]) > 1 and any(len(n.split()) > 1 for n in names[eid]):
+        # An entity keyed by base forms is named as the text writes it, by the form with the most words in their
+        # base form: a name's words lemmatized one by one are no name ("Zjednoczony Królestwo", the adjective
+        # in the masculine), while "Zjednoczone Królestwo" is how the text writes it in the nominative. A
+        # one-word base form is a word ("Kraków"), named so unless the text writes a form as good.
+        forms = list((shown if eid in based else names)[eid].items())
+        if eid in based:
+            forms += [(n, 0) for n in names[eid] if " " not in n and n not in shown[eid]]
+        if len(merged[eid]) > 1 and any(len(n.split()) > 1 for n, _ in forms):
             forms = [kv for kv in forms if len(kv[0].split()) > 1]
-        name = max(forms, key=lambda kv: kv[1])[0]
+        rank = (lambda kv: (words_in_base_form(kv[0]), kv[1])) if eid in based else (lambda kv: kv[1])
+        name = max(forms, key=rank)[0]
         etype = max(types[eid].items(), key=lambda kv: kv[1])[0]
         entities.append(Entity(eid, name, etype, merge_descriptions(descs[eid], description_max_chars), tuple(chunks[eid])))
     relations = [

@@ -14,6 +14,7 @@ class EntityMention:
     name: str
     type: str
     description: str
+    written: str = ""  # the name as the text writes it, when ``name`` is another form of it (a Polish base form)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from core.text.lemma import forms
 from core.text.keys import walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
-from retrieval.lexicon import EntityLexicon, KnownEntity
+from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases
 from retrieval.pagerank import pagerank_sparse
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +153,11 @@ class GraphWalk:
     # -- building ---------------------------------------------------------------------------------------------
     @classmethod
     def build(cls, graph: GraphSnapshot, row_of: Mapping[str, int], n_rows: int, params: WalkParams | None = None,
-              is_stop: Callable[[str], bool] = lambda _: False) -> "GraphWalk":
+              is_stop: Callable[[str], bool] = lambda _: False, bases: Mapping[str, str] | None = None) -> "GraphWalk":
         """The walk over ``graph`` whose chunk ids map to index rows by ``row_of`` (chunks the index does not
-        hold are left out). ``is_stop``: True for question words too common to name an entity."""
+        hold are left out). ``is_stop``: True for question words too common to name an entity. ``bases``: name ->
+        base form of the names a question may also give in their base form (:func:`retrieval.lexicon.polish_bases`)."""
+        bases = bases or {}
         params = params or WalkParams()
         entities = [e for e in graph.entities if any(c in row_of for c in e.chunk_ids)]
         pos = {e.id: i for i, e in enumerate(entities)}
@@ -186,9 +188,9 @@ class GraphWalk:
             r_w.append(params.relation_weight * max(1, len(r.chunk_ids)))
         keys: dict[str, list[int]] = {}
         for i, e in enumerate(entities):
-            k = walk_key(e.name)
-            if k:
-                keys.setdefault(k, []).append(i)
+            for k in dict.fromkeys((walk_key(e.name), walk_key(bases.get(e.name, "")))):
+                if k:
+                    keys.setdefault(k, []).append(i)
         s_a, s_b = [], []
         for group in keys.values():  # a star over each group of same-key entities
             for j in group[1:]:
@@ -206,7 +208,8 @@ class GraphWalk:
         out = np.asarray(adj.sum(axis=1)).ravel()
         inv = np.divide(1.0, out, out=np.zeros_like(out), where=out > 0)
         out_edges = (sparse.diags(inv) @ adj).tocsr()  # row j: where a walker at node j steps
-        lexicon = EntityLexicon([KnownEntity(e.name, e.type, int(df[i])) for i, e in enumerate(entities)], n_rows)
+        lexicon = EntityLexicon([KnownEntity(e.name, e.type, int(df[i]), bases.get(e.name, ""))
+                                 for i, e in enumerate(entities)], n_rows)
         counts = {"entities": n_e, "mention_edges": int(m_e_a.size), "relation_edges": len(r_a),
                   "synonym_edges": len(s_a), "chunks": n_rows,
                   "chunks_with_entities": int(len(set(m_r)))}
@@ -455,10 +458,15 @@ def _capitalized(words: Sequence[spans.Word]) -> set[str]:
     return {w for w in rest if w[:1].isupper()}
 
 
-def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None) -> GraphWalk:
-    """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words)."""
+def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None = None,
+                   bases: Mapping[str, str] | None = None) -> GraphWalk:
+    """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words).
+    ``bases``: the names' base forms (a published generation's lexicon holds them); by default found here."""
     tokenizer = index.tokenizer
-    walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text))
+    if bases is None:
+        bases = polish_bases(graph.entities, polish_chunks(index))
+    walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text),
+                           bases=bases)
     walk.terms = tokenizer
     walk.holding = lambda terms: index.bm25.rows_holding_all(terms)  # the index's current BM25, whatever it is
     walk.query_language = index.query_language
@@ -476,6 +484,12 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
         walk.titles = TitleHops(titles, [r.document_id for r in index.rows], [r.text for r in index.rows],
                                 walk.is_stop, mentions, len(index.rows), walk.params.max_entity_share)
     return walk
+
+
+def polish_chunks(index: Any) -> Callable[[str], bool]:
+    """Whether a chunk id is one of a loaded chunk index's Polish rows."""
+    rows, row_of = index.rows, index.by_id
+    return lambda cid: (r := row_of.get(cid)) is not None and rows[r].language == "pl"
 
 
 def walk_params(settings: Any) -> WalkParams:

@@ -12,12 +12,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 from core.text import spans
 from core.text.keys import normalize_name
 from core.text.language import detect_language
-from core.text.lemma import forms
+from core.records import Entity
+from core.text.lemma import BASE_FORM_TYPES, forms, polish_name
 from core.text.spans import word_count
 
 
@@ -26,6 +27,21 @@ class KnownEntity:
     name: str
     type: str
     chunks: int
+    base: str = ""  # the name's base form when it is another (a Polish name, keyed by it: see polish_bases)
+
+
+def polish_bases(entities: Iterable[Entity], polish: Callable[[str], bool]) -> dict[str, str]:
+    """Name -> base form (:func:`core.text.lemma.polish_name`) of each entity that a Polish chunk mentions
+    (``polish``: whether a chunk id is one) and whose base form is another. A Polish document's names are merged by
+    their base forms but named as the text writes them (:func:`extraction.resolution.resolve`: "Zjednoczone
+    Królestwo", not its words lemmatized one by one), so a question finds such an entity by either form."""
+    out: dict[str, str] = {}
+    for e in entities:
+        if e.type in BASE_FORM_TYPES and any(polish(c) for c in e.chunk_ids):
+            base = polish_name(e.name)
+            if base != e.name:
+                out[e.name] = base
+    return out
 
 
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\S)")  # lower case: "The Hague" keeps its article
@@ -56,14 +72,16 @@ class EntityLexicon:
     def __init__(self, entities: Sequence[KnownEntity], total_chunks: int) -> None:
         self.total_chunks = max(1, total_chunks)
         self.by_key: dict[str, KnownEntity] = {}
+        self.bases = {e.name: e.base for e in entities if e.base}  # name -> base form (polish_bases)
         for e in entities:
-            key = _key(e.name, e.type)
-            if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
-                self.by_key[key] = e
+            for key in {_key(e.name, e.type), _key(e.base, e.type)} if e.base else (_key(e.name, e.type),):
+                if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
+                    self.by_key[key] = e
         self.max_words = max((word_count(k) for k in self.by_key), default=1)
+        self.entities = list({id(e): e for e in self.by_key.values()}.values())  # each once (a name, its base form)
 
     def __len__(self) -> int:
-        return len(self.by_key)
+        return len(self.entities)
 
     def find(self, question: str) -> list[KnownEntity]:
         return [e for _, e in self.find_spans(question)]
@@ -92,7 +110,8 @@ class EntityLexicon:
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps({"total_chunks": self.total_chunks,
-                                    "entities": [[e.name, e.type, e.chunks] for e in self.by_key.values()]},
+                                    "entities": [[e.name, e.type, e.chunks] + ([e.base] if e.base else [])
+                                                 for e in self.entities]},
                                    ensure_ascii=False))
 
     @classmethod
@@ -100,4 +119,4 @@ class EntityLexicon:
         if not path.exists():
             return cls([], 1)
         data = json.loads(path.read_text())
-        return cls([KnownEntity(n, t, c) for n, t, c in data["entities"]], data["total_chunks"])
+        return cls([KnownEntity(*row) for row in data["entities"]], data["total_chunks"])

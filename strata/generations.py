@@ -27,8 +27,8 @@ from core.store.codec import report_from_row, report_row
 from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
 from retrieval.index_files import signature
-from retrieval.graph_walk import walk_for_index, walk_params
-from retrieval.lexicon import EntityLexicon, KnownEntity
+from retrieval.graph_walk import polish_chunks, walk_for_index, walk_params
+from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases
 from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
@@ -41,8 +41,11 @@ def read_graph(root: Path) -> GraphSnapshot:
     return graph_from_json((root / GRAPH_FILE).read_text(encoding="utf-8"))
 
 
-def lexicon_from(snapshot: GraphSnapshot, total_chunks: int) -> EntityLexicon:
-    return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids)) for e in snapshot.entities], total_chunks)
+def lexicon_from(snapshot: GraphSnapshot, index: ChunkIndex) -> EntityLexicon:
+    """The names the index knows, with their base forms where a question may give those (Polish names)."""
+    bases = polish_bases(snapshot.entities, polish_chunks(index))
+    return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids), bases.get(e.name, ""))
+                          for e in snapshot.entities], len(index))
 
 
 def communities_to_json(communities: Sequence[Community]) -> str:
@@ -149,7 +152,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         index.save(staged / "index")
         write_entity_vectors(index, snapshot, staged / "index")
         step()
-        lexicon_from(snapshot, len(index)).save(staged / "entities.json")
+        lexicon_from(snapshot, index).save(staged / "entities.json")
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
         (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
@@ -265,7 +268,7 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
                 # Read for the walk and let go: the walk keeps what it needs in arrays, and only the console and
                 # MCP read the graph itself (snap.graph() keeps it from their first use).
                 graph = read_graph(paths.root)
-                index.graph_walk = walk_for_index(graph, index, walk_params(settings.retrieval))
+                index.graph_walk = walk_for_index(graph, index, walk_params(settings.retrieval), lexicon.bases)
                 del graph
             with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
                 vectors = entity_vectors.load(paths.index_dir, index.embedder.name if index.embedder else None)

@@ -25,15 +25,27 @@ def polish_lemma(word: str) -> str | None:
     return lemma
 
 
+# The kinds of entity a Polish document names in base form (identifiers and concepts are kept as spelled).
+BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
+
+
 def polish_name(name: str) -> str:
     """A Polish name in its base form, word by word ("Jana Kowalskiego" -> "Jan Kowalskie"; a word the
     dictionary does not know stays as written)."""
     return " ".join(polish_lemma(w) or w for w in name.split(" "))
 
 
+def words_in_base_form(name: str) -> int:
+    """How many of a Polish name's words the text wrote in their base form ("Polska Akademia Nauk": two, the
+    genitive "Nauk" aside; "Polskiej Akademii Nauk": none). A word the dictionary does not know counts as in its
+    base form: nothing tells otherwise."""
+    return sum(polish_lemma(w) in (None, w) for w in name.split(" "))
+
+
 def forms(span: str, language: str) -> tuple[str, ...]:
     """The forms a question's span may name an entity by: as written, and in a Polish question also its base
-    form (a Polish document's names are stored in their base form: "w Warszawie" names Warszawa)."""
+    form (a Polish document's names are merged by their base form, which the lexicon keeps beside the name as
+    written: "w Warszawie" names Warszawa, "Polskiej Akademii Nauk" names Polska Akademia Nauk)."""
     if language != "pl":
         return (span,)
     base = polish_name(span)
