@@ -179,7 +179,7 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     from extraction.resolution import resolve
     from retrieval.graph_walk import walk_for_index
     from retrieval.index import ChunkIndex
-    from strata.generations import lexicon_from
+    from retrieval.lexicon import lexicon_for
     from retrieval.vector_cache import VectorCache
 
     chunks = []
@@ -192,7 +192,7 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     index.add(chunks)
     entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
     index.graph_walk = walk_for_index(GraphSnapshot(tuple(entities), tuple(relations)), index)
-    lexicon = lexicon_from(GraphSnapshot(tuple(entities), tuple(relations)), index)
+    lexicon = lexicon_for(GraphSnapshot(tuple(entities), tuple(relations)), index)
     return Context(name, index, lexicon)
 
 

@@ -39,7 +39,7 @@ from core.text.lemma import forms
 from core.text.keys import walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
-from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases
+from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases, polish_chunks
 from retrieval.pagerank import pagerank_sparse
 
 @dataclass(frozen=True, slots=True)
@@ -484,12 +484,6 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
         walk.titles = TitleHops(titles, [r.document_id for r in index.rows], [r.text for r in index.rows],
                                 walk.is_stop, mentions, len(index.rows), walk.params.max_entity_share)
     return walk
-
-
-def polish_chunks(index: Any) -> Callable[[str], bool]:
-    """Whether a chunk id is one of a loaded chunk index's Polish rows."""
-    rows, row_of = index.rows, index.by_id
-    return lambda cid: (r := row_of.get(cid)) is not None and rows[r].language == "pl"
 
 
 def walk_params(settings: Any) -> WalkParams:

@@ -12,12 +12,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from core.text import spans
 from core.text.keys import normalize_name
 from core.text.language import detect_language
-from core.records import Entity
+from core.records import Entity, GraphSnapshot
 from core.text.lemma import BASE_FORM_TYPES, forms, polish_name
 from core.text.spans import word_count
 
@@ -42,6 +42,20 @@ def polish_bases(entities: Iterable[Entity], polish: Callable[[str], bool]) -> d
             if base != e.name:
                 out[e.name] = base
     return out
+
+
+def polish_chunks(index: Any) -> Callable[[str], bool]:
+    """Whether a chunk id is one of a loaded chunk index's Polish rows (a retrieval.index.ChunkIndex)."""
+    rows, row_of = index.rows, index.by_id
+    return lambda cid: (r := row_of.get(cid)) is not None and rows[r].language == "pl"
+
+
+def lexicon_for(snapshot: GraphSnapshot, index: Any) -> "EntityLexicon":
+    """The names the index (a retrieval.index.ChunkIndex) knows, each with how many chunks mention it and its
+    base form where a question may give that (:func:`polish_bases`)."""
+    bases = polish_bases(snapshot.entities, polish_chunks(index))
+    return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids), bases.get(e.name, ""))
+                          for e in snapshot.entities], len(index))
 
 
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+(?=\S)")  # lower case: "The Hague" keeps its article

@@ -27,8 +27,8 @@ from core.store.codec import report_from_row, report_row
 from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
 from retrieval.index_files import signature
-from retrieval.graph_walk import polish_chunks, walk_for_index, walk_params
-from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases
+from retrieval.graph_walk import walk_for_index, walk_params
+from retrieval.lexicon import EntityLexicon, lexicon_for
 from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
@@ -39,13 +39,6 @@ GRAPH_FILE = "graph.json"
 def read_graph(root: Path) -> GraphSnapshot:
     """The entity graph a generation published (its ``graph.json``)."""
     return graph_from_json((root / GRAPH_FILE).read_text(encoding="utf-8"))
-
-
-def lexicon_from(snapshot: GraphSnapshot, index: ChunkIndex) -> EntityLexicon:
-    """The names the index knows, with their base forms where a question may give those (Polish names)."""
-    bases = polish_bases(snapshot.entities, polish_chunks(index))
-    return EntityLexicon([KnownEntity(e.name, e.type, len(e.chunk_ids), bases.get(e.name, ""))
-                          for e in snapshot.entities], len(index))
 
 
 def communities_to_json(communities: Sequence[Community]) -> str:
@@ -152,7 +145,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         index.save(staged / "index")
         write_entity_vectors(index, snapshot, staged / "index")
         step()
-        lexicon_from(snapshot, index).save(staged / "entities.json")
+        lexicon_for(snapshot, index).save(staged / "entities.json")
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
         (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")

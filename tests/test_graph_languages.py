@@ -105,7 +105,7 @@ def test_a_polish_name_is_named_as_the_text_writes_it_and_found_in_any_case(tmp_
     "Polskiej Akademii Nauk" lemmatized one by one give "Polska Akademia Nauka", which is no name (the genitive
     "Nauk" belongs), and "Zjednoczonym Królestwie" gives "Zjednoczyć Królestwo". A question in another case still
     finds the entity, through the base form the lexicon keeps beside the name, also once saved and loaded."""
-    from strata.generations import lexicon_from
+    from retrieval.lexicon import lexicon_for
 
     texts = ("Polska Akademia Nauk ma siedzibę w Warszawie.", "Rok temu członkowie Polskiej Akademii Nauk spotkali "
              "się w Krakowie.", "W tym roku obrady Polskiej Akademii Nauk trwały dwa dni.")
@@ -117,7 +117,7 @@ def test_a_polish_name_is_named_as_the_text_writes_it_and_found_in_any_case(tmp_
     assert names.get("Kraków") == 1 and "Krakowie" not in names  # one word: its base form is a word
     index = ChunkIndex(RetrievalSettings(embedder="none"))
     index.add(chunks)
-    lexicon = lexicon_from(GraphSnapshot(tuple(entities), tuple(relations)), index)
+    lexicon = lexicon_for(GraphSnapshot(tuple(entities), tuple(relations)), index)
     lexicon.save(tmp_path / "entities.json")
     for lex in (lexicon, EntityLexicon.load(tmp_path / "entities.json")):
         assert [e.name for e in lex.find("Gdzie spotkali się członkowie Polskiej Akademii Nauk?")] == ["Polska Akademia Nauk"]
