@@ -64,6 +64,14 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
     merged: dict[str, set[str]] = defaultdict(set)  # entity id -> the normalized names merged into it
     extractions = list(extractions)
     key_of = {(m.name, m.type): normalize_name(m.name, m.type) for ex in extractions for m in ex.entities}
+    # A name merged by its base form (Polish) is that entity wherever the text writes it so: a page title, read
+    # as written, or a mention in a document of another language joins the mentions keyed by the base form.
+    spelled: dict[str, str] = {}
+    for ex in extractions:
+        for m in ex.entities:
+            if m.written:
+                spelled.setdefault(normalize_name(m.written, m.type), key_of[(m.name, m.type)])
+    key_of = {nt: spelled.get(k, k) for nt, k in key_of.items()}
     aliases = merges_by_document(extractions, key_of)
     for ex in extractions:
         local: dict[str, str] = {}

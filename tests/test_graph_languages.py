@@ -153,3 +153,17 @@ def test_a_latin_name_in_chinese_text_ends_where_the_han_characters_begin() -> N
     assert {"Internet2", "Abilene", "DECnet"} <= names
     assert not any(any("\u4e00" <= ch <= "\u9fff" for ch in n) and any(ch.isascii() and ch.isalpha() for ch in n)
                    for n in names), names
+
+
+def test_a_name_written_as_a_polish_mention_writes_it_is_that_entity() -> None:
+    # A page's title is read as written ("Wiktoria Hanowerska"); its mentions in the text are merged by their base
+    # form, which lemmatizes the adjective to the masculine. The title and the text name one entity.
+    from extraction.types import ChunkExtraction, EntityMention
+
+    title = ChunkExtraction("d#0000", (EntityMention("Wiktoria Hanowerska", "name", "the title of d"),), ())
+    text = ChunkExtraction("d#0001", (EntityMention("Wiktoria Hanowerski", "name", "Wiktoria Hanowerska rządziła.",
+                                                    "Wiktoria Hanowerska"),), ())
+    other = ChunkExtraction("e#0000", (EntityMention("Wiktoria Hanowerski", "name", "O Wiktorii Hanowerskiej.",
+                                                     "Wiktorii Hanowerskiej"),), ())
+    entities, _ = resolve([title, text, other])
+    assert [(e.name, len(e.chunk_ids)) for e in entities] == [("Wiktoria Hanowerska", 3)]
