@@ -6,7 +6,9 @@ name, and simple plurals for name-like types); mentions with the same normalized
 id is a stable hash of that key. Identifier-like types (config keys, error codes, versions) keep their plural
 forms, since ``max_connections`` and ``max_connection`` are different keys. Within a document, a name and its
 longer forms ("Alex", "Alex Mercer", "Agent Alex Mercer") are one entity (:mod:`extraction.aliases`), keyed by
-the longest form.
+the longest form. A Polish document's names come keyed by their base form (:mod:`extraction.offline`) with the
+form the text writes; the entity is named by a written form, and a name written as one of its mentions writes it
+(a page title, the same name in a document of another language) is the same entity.
 """
 
 from __future__ import annotations
