@@ -191,8 +191,9 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     index = ChunkIndex(RetrievalSettings(embedder=embedder), vector_cache=VectorCache(CACHE / "chunks.sqlite"))  # type: ignore[arg-type]
     index.add(chunks)
     entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
-    index.graph_walk = walk_for_index(GraphSnapshot(tuple(entities), tuple(relations)), index)
-    lexicon = lexicon_for(GraphSnapshot(tuple(entities), tuple(relations)), index)
+    graph = GraphSnapshot(tuple(entities), tuple(relations))
+    lexicon = lexicon_for(graph, index)
+    index.graph_walk = walk_for_index(graph, index, bases=lexicon.bases)  # (the base forms found once)
     return Context(name, index, lexicon)
 
 

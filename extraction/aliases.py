@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from core.records import document_of
+from core.text.keys import PROSE_NAME_TYPES
 from extraction.types import ChunkExtraction
 
 # Types whose mentions are names of people, places, organizations and the like (an identifier is never an
 # alias of a longer identifier: max_connections is not max_connections_per_host).
-ALIAS_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
+ALIAS_TYPES = PROSE_NAME_TYPES
 
 
 @dataclass(frozen=True, slots=True)

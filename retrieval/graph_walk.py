@@ -36,7 +36,7 @@ from core.records import GraphSnapshot
 from core.text import spans
 from core.text.language import detect_language
 from core.text.lemma import forms
-from core.text.keys import walk_key
+from core.text.keys import PROSE_NAME_TYPES, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
 from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases, polish_chunks
@@ -103,10 +103,6 @@ class Link:
 
 NO_LINK = Link(())
 
-# The types of names the extractor reads off capitals in prose, or a tagger: the ones an ordinary word can be
-# mistaken for, which :meth:`GraphWalk.share` judges. Identifiers, services, error codes, configuration keys and
-# concepts are found by their shape, and link as spelled.
-PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
 SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
 
 
@@ -188,7 +184,7 @@ class GraphWalk:
             r_w.append(params.relation_weight * max(1, len(r.chunk_ids)))
         keys: dict[str, list[int]] = {}
         for i, e in enumerate(entities):
-            for k in dict.fromkeys((walk_key(e.name), walk_key(bases.get(e.name, "")))):
+            for k in dict.fromkeys(walk_key(n) for n in ((e.name, bases[e.name]) if e.name in bases else (e.name,))):
                 if k:
                     keys.setdefault(k, []).append(i)
         s_a, s_b = [], []

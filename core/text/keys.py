@@ -10,6 +10,11 @@ from core.text.fold import fold
 from core.text.spans import closed
 
 
+# The types of names read off capitals in prose (or a tagger): people, places, organizations, events. Only these
+# are aliases of their longer forms in a document (extraction.aliases), and only these are judged by how the corpus
+# uses their words before a question's words link them (retrieval.graph_walk); identifiers, services, error codes
+# and concepts are found by their shape.
+PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
 # Types whose names drop a leading article and a plural s ("The Spirit" and "Spirit", "Ghosts" and "Ghost").
 _NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
 
