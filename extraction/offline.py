@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
@@ -151,6 +151,15 @@ class OfflineExtractor:
         words = self.words
         return lambda w: w.lower() in ordinary or (words is not None and words.lower_word(w))
 
+    def _by_position(self, ordinary: frozenset[str], recurring: frozenset[str]) -> Callable[[str], bool]:
+        """Whether a capital on a word opening a clause is its position's: the corpus writes the word mostly in
+        lower case (:meth:`WordModel.capitalized_by_position`; with no word model, the document writes it in lower
+        case), and the document never writes it in a name mid-sentence (``recurring``)."""
+        words = self.words
+        judge = words.capitalized_by_position if words is not None and words.active else (
+            lambda w: w.lower() in ordinary)
+        return lambda w: w not in recurring and judge(w)
+
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
         """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
         sentence ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence
@@ -162,10 +171,12 @@ class OfflineExtractor:
         recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(
             sentences, self._lower_case(ordinary))
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
-                           _base_form(view) if self.settings.name_base_forms else str)
+                           _base_form(view) if self.settings.name_base_forms else str,
+                           self._by_position(ordinary, recurring))
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
-               phrases: frozenset[str], base: Callable[[str], str] = str) -> ChunkExtraction:
+               phrases: frozenset[str], base: Callable[[str], str] = str,
+               by_position: Callable[[str], bool] = lambda w: False) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -173,7 +184,8 @@ class OfflineExtractor:
             sentence = sent.text
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
-            found = [f for f in sent.found if (not f.at_start or f.name in recurring) and f.type != "version"
+            found = [f if sent.heading else _opening_word_apart(f, sentence, by_position) for f in sent.found]
+            found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
                      and (not f.term or f.name in phrases)]
             if self.words is not None:
@@ -213,7 +225,7 @@ class OfflineExtractor:
         by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             by_doc.setdefault(c.document_id, []).append(c)
-        per_chunk: dict[str, tuple[list[_Sentence], frozenset[str], frozenset[str]]] = {}
+        per_chunk: dict[str, tuple[Any, ...]] = {}
         for cs in by_doc.values():
             boilerplate = document_boilerplate([(c.start, c.text) for c in cs])
             views = {c.id: prose_view(c.text, extra=clip(boilerplate, c.start, c.end)) for c in cs}
@@ -223,8 +235,9 @@ class OfflineExtractor:
             recurring = _mid_sentence_words(every, self._lower_case(ordinary))
             phrases = _repeated_possessives(every) | _recurring_terms(every)
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
+            by_position = self._by_position(ordinary, recurring)
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base)
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position)
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
@@ -241,6 +254,32 @@ def _base_form(view: str) -> Callable[[str], str]:
     """How a document's names are given: in their base form in a Polish document (:func:`polish_name`), as
     written in any other."""
     return polish_name if detect_language(view) == "pl" else str
+
+
+_NEXT_WORD = re.compile(r"[\s,;:]*([^\W\d_]+)")
+
+
+def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str], bool]) -> Found:
+    """A run of capitalized words opening a clause of prose, from its next capitalized word on when the first
+    word's capital is its position's (``by_position``): "W Europie panowała" names Europie (where the text writes
+    "Europie" in names mid-sentence too), "Według Jana Nowaka było" Jana Nowaka, "Ships of the Royal Navy met"
+    Royal Navy, where "Royal Navy" stays whole in a text that writes "Royal" in names mid-sentence as well. A
+    run that is its whole clause ("| Access Control |", a heading) is written in its style's capitals, which say
+    nothing of any one word, and stays whole."""
+    if not f.opens or f.type != "name" or f.possessive or f.term:
+        return f
+    after = _NEXT_WORD.match(sentence, f.end)
+    if after is None or not after.group(1)[:1].islower():
+        return f
+    words = list(re.finditer(r"\S+", f.name))
+    rest = next((w for w in words[1:] if w.group(0)[:1].isupper()), None)
+    if rest is None or not by_position(words[0].group(0)):
+        return f
+    cut = rest.start()
+    name = f.name[cut:]
+    # One word left is judged as a single capitalized word opening its clause is: a name only where the document
+    # also writes it as one mid-sentence ("Migration Steps" of a heading leaves no "Steps").
+    return replace(f, start=f.start + cut, name=name, opens=False, at_start=" " not in name)
 
 
 def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[str], bool]) -> frozenset[str]:

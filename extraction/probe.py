@@ -20,7 +20,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      "Marley was dead: to begin with. Ebenezer Scrooge signed it, and Scrooge's name was good upon 'Change. "
      "Mr. Fezziwig gave a ball, e.g. a great one, and Bob Cratchit went home to Camden Town. J. R. R. Tolkien "
      "and Iain M. Banks wrote elsewhere, and the U.S. Route 52 runs past Wheaton. Scrooge met the Ghost of "
-     "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late."),
+     "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late in New York."),
     ("runbook.md",
      "# billing-service incidents\n\nOn March 14 the billing-service returned HTTP 504 to the api-gateway. "
      "PostgreSQL had reached max_connections (set to 200); Priya Raman raised `db.pool.size` from 20 to 40 "
@@ -56,5 +56,5 @@ PROBE: tuple[tuple[str, str], ...] = (
      '{"_id": "obrien", "title": "Conan O\'Brien", "text": "\\"O\'Brien\\" hosted the show."}'),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
-     "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa."),
+     "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa. W Krakowie mieszka Jan Kowalski."),
 )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from core.text.markup import prose_view
-from core.text.names import lower_case_words
+from core.text.names import capitalized_mid_sentence, lower_case_words
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
@@ -81,6 +81,7 @@ class WordModel:
     trained_on: int = 0
     vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
     lower: Counter[str] = field(default_factory=Counter)  # uses of ordinary words in lower case (of_texts)
+    capital: Counter[str] = field(default_factory=Counter)  # uses with a capital after a lower-case word (of_texts)
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
@@ -113,15 +114,17 @@ class WordModel:
         """The model of the texts' prose words, and the words their prose writes in lower case (one pass, each
         text read once)."""
         lower: Counter[str] = Counter()
+        capital: Counter[str] = Counter()
 
         def words() -> Iterator[str]:
             for t in texts:
                 view = _prose_of(t)
                 lower.update(lower_case_words(view))
+                capital.update(capitalized_mid_sentence(view))
                 yield from (w.lower() for w in _PROSE_WORD.findall(view))
 
         model = cls.fit(words())
-        model.lower = lower
+        model.lower, model.capital = lower, capital
         return model
 
     def score(self, piece: str) -> float:
@@ -140,6 +143,13 @@ class WordModel:
     def lower_word(self, word: str) -> bool:
         """Whether the corpus's prose writes ``word`` in lower case, more than once ("enables", not "Alex")."""
         return self.lower.get(word.lower(), 0) >= 2
+
+    def capitalized_by_position(self, word: str) -> bool:
+        """Whether a capital on ``word`` opening a clause is its position's: the corpus's prose writes the word in
+        lower case (:meth:`lower_word`), and more often so than with a capital mid-sentence ("w" of "W Europie",
+        "według"; not "royal" in a corpus that writes "Royal Navy" and "Royal Society" more often than "royal")."""
+        key = word.lower()
+        return self.lower_word(word) and self.lower[key] > self.capital.get(key, 0)
 
     @property
     def active(self) -> bool:

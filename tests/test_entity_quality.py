@@ -104,6 +104,16 @@ def test_a_possessive_phrase_is_an_entity_only_when_the_document_repeats_it() ->
     assert "Scrooge's nephew" in names and "Scrooge's hat" not in names and "Marley's ghost" not in names
 
 
+def test_a_common_word_capitalized_mid_sentence_is_part_of_the_name() -> None:
+    """Where a clause opens, its capital says nothing, and a common word leading a name is left out ("The Ghost",
+    "On Monday Scrooge"); mid-sentence a capital is the word's own ("in New York", "from Let's Encrypt")."""
+    text = ("The Ghost of Christmas Past came in. Fred went to New York and to Great Britain. Caddy gets "
+            "certificates from Let's Encrypt. On Monday Scrooge woke.")
+    names = _names(_chunk(text))
+    assert {"Ghost of Christmas Past", "New York", "Great Britain", "Let's Encrypt", "Scrooge"} <= names, names
+    assert not names & {"York", "Britain", "Encrypt", "Monday Scrooge", "The Ghost of Christmas Past"}, names
+
+
 def test_spellings_of_one_name_are_one_entity() -> None:
     text = ("The node_exporter exposes host metrics. Node Exporter runs on port 9100 next to Prometheus. "
             "Restart the node-exporter after Prometheus reloads.")

@@ -167,3 +167,21 @@ def test_a_name_written_as_a_polish_mention_writes_it_is_that_entity() -> None:
                                                      "Wiktorii Hanowerskiej"),), ())
     entities, _ = resolve([title, text, other])
     assert [(e.name, len(e.chunk_ids)) for e in entities] == [("Wiktoria Hanowerska", 3)]
+
+
+def test_a_capital_that_opening_a_clause_gives_is_no_part_of_a_name() -> None:
+    """A word the corpus writes in lower case ("w", "według") is capitalized by its position when it opens a
+    sentence, so "W Europie" names Europa (one entity with "w Europie") and "Według Jana Nowaka" names Jan Nowak, judged by the corpus's word model or, without one, by the document; a first word the text also
+    writes capitalized mid-sentence ("the Royal Navy") stays part of the name."""
+    from extraction.wordlike import WordModel
+
+    texts = ("W Europie panowała zaraza. Zaraza w Europie zabiła miliony, a w Azji mniej.",
+             "Według Jana Nowaka było to w 1348 roku, według kronik.",
+             "Royal Navy ships sailed. Ships of the Royal Navy met a royal yacht and the royal guard.")
+    chunks = [_chunk(f"d{i}", t) for i, t in enumerate(texts)]
+    for words in (WordModel.of_texts(texts * 20), None):
+        result = OfflineExtractor(ExtractionSettings(), words).extract(chunks)
+        names = [[e.name for e in ex.entities] for ex in result.extractions]
+        assert names[0] == ["Europa", "Azja"], names
+        assert names[1] == ["Jan Nowak"], names
+        assert names[2] == ["Royal Navy"], names  # "Ships of the Royal Navy" opens its sentence

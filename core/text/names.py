@@ -93,7 +93,11 @@ class Found:
     term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
 
 
-_ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[a-z]+(?:['’][a-z]+)?(?![\w.\-/@`(])")
+# A word standing alone (not a piece of an identifier, path or code); it is an ordinary word when it is all in
+# lower case, in any alphabet ("what's", "według", "größe").
+_ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[^\W\d_]+(?:['’][^\W\d_]+)?(?![\w.\-/@`(])")
+# A word and the next one, with at most a comma between them (the next is read ahead, not consumed).
+_WORD_THEN_WORD = re.compile(r"(?<![\w.\-/@$`'’])([^\W\d_]+),?[ \t]+(?=([^\W\d_][^\W_]*))")
 
 
 def ordinary_words(views: Iterable[str]) -> frozenset[str]:
@@ -104,7 +108,14 @@ def ordinary_words(views: Iterable[str]) -> frozenset[str]:
 def lower_case_words(view: str) -> list[str]:
     """The words a prose view writes in lower case as ordinary words, each use (not the pieces of an identifier
     or path: "consul" of "providers.consul.endpoint" is none)."""
-    return _ORDINARY.findall(view)
+    return [w for w in _ORDINARY.findall(view) if w.islower()]
+
+
+def capitalized_mid_sentence(view: str) -> list[str]:
+    """The words a prose view writes with a capital right after a word in lower case (a comma between them
+    allowed), lower cased, each use: there the capital is the word's own, not its position's ("w Nowym Jorku",
+    "in New York"; never "In" of "In 1990")."""
+    return [nxt.lower() for prev, nxt in _WORD_THEN_WORD.findall(view) if prev.islower() and nxt[0].isupper()]
 
 
 def _is_caps(run: str) -> bool:
@@ -182,8 +193,11 @@ def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
     """Trim a capitalized run to a name; returns the name and its offset shift, or None when it is no name."""
     words = raw.split()
     shift = 0
-    # Drop leading determiners and common words ("The Ghost" -> "Ghost", "When Scrooge" -> "Scrooge").
-    while words and words[0] not in _TITLES and _bare(words[0]) in _WORD_STOP:
+    # Drop leading determiners and common words where the clause opens, which capitalizes them ("The Ghost" ->
+    # "Ghost", "When Scrooge" -> "Scrooge"); mid-sentence a capital is the word's own, and the word is part of
+    # the name ("in New York", "from Let's Encrypt", "by Will Smith").
+    opening = _opens_clause(sentence, start)
+    while opening and words and words[0] not in _TITLES and _bare(words[0]) in _WORD_STOP:
         shift = raw.find(words[1], shift + len(words[0])) if len(words) > 1 else len(raw)
         words = words[1:]
     while words and (words[-1].lower() in _CONNECTORS or words[-1].lower() == "the"):
