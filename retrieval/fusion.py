@@ -10,13 +10,17 @@ from typing import Any, Callable, Hashable, Sequence, TypeVar
 K = TypeVar("K", bound=Hashable)
 
 
-def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]]], k: float = 60) -> list[tuple[K, float]]:
-    """Fuse ranked lists given as (weight, ids best-first); returns (id, score) best-first, ties by first appearance."""
+def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]] | tuple[float, Sequence[K], Sequence[float]]],
+                 k: float = 60) -> list[tuple[K, float]]:
+    """Fuse ranked lists given as (weight, ids best-first), or (weight, ids, ranks) for a list whose ties share a
+    rank (each id's rank from 1, in the ids' order); returns (id, score) best-first, ties by first appearance."""
     scores: dict[K, float] = {}
-    for weight, ids in ranked_lists:
+    for entry in ranked_lists:
+        weight, ids = entry[0], entry[1]
         if weight == 0:
             continue
-        for rank, item in enumerate(ids, start=1):
+        ranks = entry[2] if len(entry) > 2 and entry[2] else range(1, len(ids) + 1)  # type: ignore[misc]
+        for rank, item in zip(ranks, ids):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     # A stable sort keeps ties in the order of first appearance (reverse=True keeps stability).
     return sorted(scores.items(), key=itemgetter(1), reverse=True)

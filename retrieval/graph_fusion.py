@@ -31,6 +31,11 @@ class GraphList:
     weight: float
     seeds: tuple[str, ...]
     vector_seeds: tuple[str, ...] = ()
+    places: tuple[float, ...] = ()  # each row's place for fusion, ties sharing one (GraphWalk.places); () = 1, 2, ...
+
+    def ranked(self) -> tuple[float, list[int], tuple[float, ...]]:
+        """The list as :func:`~retrieval.fusion.weighted_rrf` takes it: (weight, rows, places)."""
+        return self.weight, list(self.rows), self.places
 
 
 NO_GRAPH = GraphList((), 0.0, ())
@@ -88,7 +93,8 @@ def graph_list(walk: Any, text: str, given: float | None, default: float, depth:
         rows: Sequence[tuple[int, float]] = ahead.rows
     else:
         rows = walk.rank(link, depth, mask, [row for row, _ in ranked])
-    return GraphList(tuple(row for row, _ in rows), weight, link.names, link.by_vector)
+    order = tuple(row for row, _ in rows)
+    return GraphList(order, weight, link.names, link.by_vector, walk.places(link, order))
 
 
 def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, float]], graph: GraphList,
@@ -97,5 +103,5 @@ def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, f
     of BM25 and dense (``ranking`` says how it was made); ``fused``: the weighted RRF of all three lists."""
     if ranking == "rrf" or not ranked:
         return list(fused), "rrf"
-    both = weighted_rrf([(1.0, [row for row, _ in ranked]), (graph.weight, list(graph.rows))], k=rrf_k)
+    both = weighted_rrf([(1.0, [row for row, _ in ranked]), graph.ranked()], k=rrf_k)
     return both, f"{ranking} fused with the graph walk (weighted rrf, graph {graph.weight:g})"

@@ -444,6 +444,25 @@ class GraphWalk:
         top = top[np.lexsort((top, -mass[top]))]  # mass, then row: the same order every time
         return [(int(r), float(mass[r])) for r in top]
 
+    def places(self, link: Link, rows: Sequence[int]) -> tuple[float, ...]:
+        """Each of ``rows``' place in the walk's list (from 1) for fusion: the rows the same seeds mention (and no
+        other seed) share the mean of their places. The walk knows of them only that those entities are in them;
+        how their masses differ says how many other entities each holds, not what the question asks, so a
+        question naming one entity of many passages does not push some of them ahead of the rest."""
+        out = np.arange(1, len(rows) + 1, dtype=np.float64)
+        seeds = list(dict.fromkeys(self.position[s.entity_id] for s in link.seeds))
+        if not seeds or not len(rows):
+            return tuple(out.tolist())
+        at = np.asarray(rows, dtype=np.int64) + self.n_entities
+        edges = self.out_edges
+        mentions = np.stack([np.isin(at, edges.indices[edges.indptr[j]:edges.indptr[j + 1]]) for j in seeds], axis=1)
+        groups, group_of = np.unique(mentions, axis=0, return_inverse=True)
+        group_of = np.asarray(group_of).ravel()
+        for g in np.flatnonzero(groups.any(axis=1)):  # (the rows no seed mentions keep their places)
+            members = group_of == g
+            out[members] = out[members].mean()
+        return tuple(out.tolist())
+
 
 def _capitalized(words: Sequence[spans.Word]) -> set[str]:
     """The words a question capitalizes amid its words (its first is capitalized whatever it is); none when it

@@ -75,7 +75,7 @@ def with_walk(lists: Lists, ranked: Ranked, fused: Ranked | None, ranking: str, 
     """The order with the graph walk's list in: the three lists' weighted RRF is every candidate's
     ``rrf_score``, and the walk is fused with the order of the other two (:func:`fuse_graph`)."""
     if walk.rows:
-        fused = weighted_rrf([*_weighted(lists), (walk.weight, list(walk.rows))], k=rrf_k)
+        fused = weighted_rrf([*_weighted(lists), walk.ranked()], k=rrf_k)
         ranked, ranking = fuse_graph(ranked, fused, walk, ranking, rrf_k)
     elif fused is None:
         fused = weighted_rrf(_weighted(lists), k=rrf_k)

@@ -322,3 +322,37 @@ def test_a_name_a_page_title_puts_above_every_chunk_is_that_pages_name(settings:
         assert walk.share(j, "quorvale", "en") < walk.params.name_share
     finally:
         eng.close()
+
+
+def test_passages_the_same_seeds_mention_share_one_place_in_the_fusion() -> None:
+    """Four passages mention the question's one entity; how much mass each gets depends on how many other
+    entities it holds, which says nothing of the question, so they share the mean of their places and the other
+    lists' order decides among them. A passage two seeds mention is a group of its own, and one the walk reaches
+    only through another entity keeps its place."""
+    import numpy as np
+
+    from core.records import Entity, GraphSnapshot, Relation
+    from retrieval.fusion import weighted_rrf
+    from retrieval.graph_walk import GraphWalk, Link, Seed
+
+    crowd = tuple(Entity(f"x{i}", f"extra {i}", "name", "", ("c0",) * (i < 3) + ("c1",) * (i < 1)) for i in range(3))
+    entities = (Entity("low", "Lowmarsh", "name", "", ("c0", "c1", "c2", "c3")),
+                Entity("ver", "Verdant", "name", "", ("c2", "c4")),
+                Entity("kel", "Kelp", "name", "", ("c4", "c5"))) + crowd
+    relations = (Relation("r0", "ver", "kel", "", ("c4",)),)
+    walk = GraphWalk.build(GraphSnapshot(entities, relations), {f"c{i}": i for i in range(8)}, 8)
+    one = Link((Seed("low", "Lowmarsh", "Lowmarsh", 1.0),))
+    rows = [row for row, _ in walk.rank(one, 10, None)]
+    masses = dict(walk.rank(one, 10, None))
+    assert {0, 1, 2, 3} <= set(rows) and len({round(masses[r], 9) for r in (0, 1, 2, 3)}) > 1  # masses differ
+    places = dict(zip(rows, walk.places(one, rows)))
+    shared = np.mean([rows.index(r) + 1 for r in (0, 1, 2, 3)])
+    assert all(places[r] == shared for r in (0, 1, 2, 3))
+    assert all(places[r] == rows.index(r) + 1 for r in rows if r not in (0, 1, 2, 3))  # reached through Verdant
+    fused = dict(weighted_rrf([(1.0, [3, 1, 0, 2]), (1.0, rows, walk.places(one, rows))]))
+    assert sorted(fused, key=lambda r: -fused[r])[:4] == [3, 1, 0, 2]  # the walk keeps the other list's order
+    two = Link((Seed("low", "Lowmarsh", "Lowmarsh", 1.0), Seed("ver", "Verdant", "Verdant", 1.0)))
+    rows2 = [row for row, _ in walk.rank(two, 10, None)]
+    places2 = dict(zip(rows2, walk.places(two, rows2)))
+    assert places2[2] == rows2.index(2) + 1  # both seeds mention it: its own group
+    assert places2[0] == places2[1] == places2[3] != places2[2]
