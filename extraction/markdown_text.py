@@ -11,7 +11,9 @@ end]``) works on clean text with consistent offsets:
 
 - headings stay ``#`` lines (attribute lists and closing ``#`` dropped), list items ``- `` / ``1. `` lines, fenced
   code stays fenced (its info string cut to the language), tables stay tables, blockquotes ``> `` lines;
-- attribute lists, admonition and tab markers, generator directives (mkdocstrings' ``::: module`` with its options), images, link targets, footnote references, emphasis marks and
+- attribute lists, admonition and tab markers, generator directives (mkdocstrings' ``::: module`` with its options),
+  template tags (Jinja's, Hugo's shortcodes: ``{{% note %}}``, ``[text]({{< relref "page" >}})``), images, link
+  targets, footnote references, emphasis marks and
   HTML tags are dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
   comments, ``<script>`` and ``<style>`` leave nothing; an HTML block leaves its text (``<pre>`` as code);
 - a code span stays in backticks, unless it is part of a word ("\\`g\\`reater" is "greater");
@@ -60,6 +62,10 @@ _SNIPPET = re.compile(r"^[ \t]*-{1,2}8<-{1,2}")  # pymdownx.snippets: "--8<-- "f
 _ABBR_DEF = re.compile(r"^[ \t]*\*\[[^\]\n]+\]:")  # abbreviation definitions: "*[HTML]: Hyper Text ..."
 _BR = re.compile(r"<br\b", re.I)  # a line break written in HTML, inside a paragraph or a table cell
 _TEMPLATE_LINE = re.compile(r"^[ \t]*(?:\{%.*%\}|\{\{<.*>\}\}|\{\{%.*%\}\})[ \t]*$")  # Jinja and Hugo lines alone
+# A Hugo shortcode inside a line: "[groups]({{< relref "managing-dependencies#groups" >}})" or "[FAQ]: {{< relref
+# "faq" >}}" gives a link its target at build time (a link's target is dropped anyway: "#" stands in for it);
+# elsewhere it leaves nothing.
+_SHORTCODE = re.compile(r"(\]\([ \t]*|\]:[ \t]*)?(?:\{\{<.*?>\}\}|\{\{%.*?%\}\})")
 # pymdownx.blocks: "/// type | title" opens a block (its options, indented, follow), "///" alone closes one.
 _BLOCK = re.compile(r"^[ \t]*/{3,}(?:[ \t]+[\w-]+(?:[ \t]*\|[ \t]*(.*?))?)?[ \t]*$")
 # A full or collapsed reference link, "[text][label]" or "[text][]", outside code and not right after a Latin
@@ -161,6 +167,8 @@ def _prepare(text: str) -> str:
             continue
         if _ATTR_LINE.match(line) or _SNIPPET.match(line) or _ABBR_DEF.match(line) or _TEMPLATE_LINE.match(line):
             continue
+        if "{{" in line:
+            line = _SHORTCODE.sub(lambda m: f"{m.group(1)}#" if m.group(1) else "", line)
         if tab:
             tabs.append(indent)
             label = _ICON.sub("", tab.group(2)).strip()

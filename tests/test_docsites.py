@@ -84,6 +84,38 @@ def test_generator_markdown_becomes_clean_text() -> None:
     assert "| `ttl` | how long |" in text and "- done item" in text and "Records are cached." in text
 
 
+def test_hugo_shortcodes_leave_their_text_and_links_their_words() -> None:
+    """Hugo's shortcodes: a line of them alone leaves nothing, one giving a link its target leaves the link's
+    text, any other inline one leaves nothing; inside fenced code they are code."""
+    page = """# Groups
+
+See [Dependency groups]({{< relref "managing-dependencies#dependency-groups" >}}) and the
+[Introduction]({{< relref "docs" >}} "Introduction"), or ask on [Discord].
+
+{{% note %}}
+Poetry {{< param version >}} reads groups.
+{{% /note %}}
+
+{{< tabs tabTotal="2" >}}
+{{< tab tabID="a" >}}
+Install it.
+{{< /tab >}}
+{{< /tabs >}}
+
+```toml
+x = "{{< kept >}}"
+```
+
+  [FAQ]: {{< relref "faq" >}}
+  [Discord]: https://discord.example
+"""
+    text = normalize_markdown(page).text
+    assert "See Dependency groups and the Introduction, or ask on Discord." in text, text
+    assert "Poetry reads groups." in text and "[" not in text, text
+    assert "Install it." in text and 'x = "{{< kept >}}"' in text
+    assert "{{" not in text.replace('"{{< kept >}}"', ""), text
+
+
 def test_references_resolved_elsewhere_and_generic_blocks_read_as_text() -> None:
     page = """# Fields
 
