@@ -12,7 +12,8 @@ end]``) works on clean text with consistent offsets:
 - headings stay ``#`` lines (attribute lists and closing ``#`` dropped), list items ``- `` / ``1. `` lines, fenced
   code stays fenced (its info string cut to the language), tables stay tables, blockquotes ``> `` lines;
 - attribute lists, admonition and tab markers, generator directives (mkdocstrings' ``::: module`` with its options),
-  template tags (Jinja's, Hugo's shortcodes: ``{{% note %}}``, ``[text]({{< relref "page" >}})``), images, link
+  template tags (a line of Jinja's or Hugo's alone; Hugo's shortcodes inline, outside code spans:
+  ``[text]({{< relref "page" >}})``), images, link
   targets, footnote references, emphasis marks and
   HTML tags are dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
   comments, ``<script>`` and ``<style>`` leave nothing; an HTML block leaves its text (``<pre>`` as code);
@@ -168,7 +169,7 @@ def _prepare(text: str) -> str:
         if _ATTR_LINE.match(line) or _SNIPPET.match(line) or _ABBR_DEF.match(line) or _TEMPLATE_LINE.match(line):
             continue
         if "{{" in line:
-            line = _SHORTCODE.sub(lambda m: f"{m.group(1)}#" if m.group(1) else "", line)
+            line = _without_shortcodes(line)
         if tab:
             tabs.append(indent)
             label = _ICON.sub("", tab.group(2)).strip()
@@ -181,6 +182,16 @@ def _prepare(text: str) -> str:
         out.append(line)
         prose.append(line)  # indented lines too: list items and admonition bodies are indented prose
     return "\n".join(out) + _missing_definitions(prose, fence)
+
+
+def _without_shortcodes(line: str) -> str:
+    """``line`` without its Hugo shortcodes (:data:`_SHORTCODE`), outside its code spans."""
+    out, at = [], 0
+    for m in _CODE_SPAN.finditer(line):
+        out += [_SHORTCODE.sub(lambda s: f"{s.group(1)}#" if s.group(1) else "", line[at:m.start()]), m.group(0)]
+        at = m.end()
+    out.append(_SHORTCODE.sub(lambda s: f"{s.group(1)}#" if s.group(1) else "", line[at:]))
+    return "".join(out)
 
 
 def _missing_definitions(prose: list[str], fence: str | None) -> str:

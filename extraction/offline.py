@@ -151,14 +151,15 @@ class OfflineExtractor:
         words = self.words
         return lambda w: w.lower() in ordinary or (words is not None and words.lower_word(w))
 
-    def _by_position(self, ordinary: frozenset[str], recurring: frozenset[str]) -> Callable[[str], bool]:
-        """Whether a capital on a word opening a clause is its position's: the corpus writes the word mostly in
-        lower case (:meth:`WordModel.capitalized_by_position`; with no word model, the document writes it in lower
+    def _by_position(self, ordinary: frozenset[str], recurring: frozenset[str]) -> Callable[[str, str], bool]:
+        """Whether a capital on a word opening a clause (and the capitalized word after it) is its position's: the
+        corpus writes the word mostly in lower case and never the two capitalized mid-sentence
+        (:meth:`WordModel.capitalized_by_position`; with no word model, the document writes the word in lower
         case), and the document never writes it in a name mid-sentence (``recurring``)."""
         words = self.words
         judge = words.capitalized_by_position if words is not None and words.active else (
-            lambda w: w.lower() in ordinary)
-        return lambda w: w not in recurring and judge(w)
+            lambda w, after: w.lower() in ordinary)
+        return lambda w, after: w not in recurring and judge(w, after)
 
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
         """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
@@ -176,7 +177,7 @@ class OfflineExtractor:
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
-               by_position: Callable[[str], bool] = lambda w: False) -> ChunkExtraction:
+               by_position: Callable[[str, str], bool] = lambda w, after: False) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -259,11 +260,11 @@ def _base_form(view: str) -> Callable[[str], str]:
 _NEXT_WORD = re.compile(r"[\s,;:]*([^\W\d_]+)")
 
 
-def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str], bool]) -> Found:
+def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str, str], bool]) -> Found:
     """A run of capitalized words opening a clause of prose, from its next capitalized word on when the first
-    word's capital is its position's (``by_position``): "W Europie panowała" names Europie (where the text writes
-    "Europie" in names mid-sentence too), "Według Jana Nowaka było" Jana Nowaka, "Ships of the Royal Navy met"
-    Royal Navy, where "Royal Navy" stays whole in a text that writes "Royal" in names mid-sentence as well. A
+    word's capital is its position's (``by_position``): "W Europie panowała" names Europie, "Według Jana Nowaka
+    było" Jana Nowaka, "Ships of the Royal Navy met" Royal Navy, where "West Virginia is" stays whole in a corpus
+    that writes "in West Virginia" too, and "Royal Navy" in a text that writes "Royal" in names mid-sentence. A
     run that is its whole clause ("| Access Control |", a heading) is written in its style's capitals, which say
     nothing of any one word, and stays whole."""
     if not f.opens or f.type != "name" or f.possessive or f.term:
@@ -273,13 +274,10 @@ def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str], bo
         return f
     words = list(re.finditer(r"\S+", f.name))
     rest = next((w for w in words[1:] if w.group(0)[:1].isupper()), None)
-    if rest is None or not by_position(words[0].group(0)):
+    if rest is None or not by_position(words[0].group(0), rest.group(0)):
         return f
     cut = rest.start()
-    name = f.name[cut:]
-    # One word left is judged as a single capitalized word opening its clause is: a name only where the document
-    # also writes it as one mid-sentence ("Migration Steps" of a heading leaves no "Steps").
-    return replace(f, start=f.start + cut, name=name, opens=False, at_start=" " not in name)
+    return replace(f, start=f.start + cut, name=f.name[cut:], opens=False)
 
 
 def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[str], bool]) -> frozenset[str]:

@@ -20,7 +20,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "Marley was dead: to begin with. Ebenezer Scrooge signed it, and Scrooge's name was good upon 'Change. "
      "Mr. Fezziwig gave a ball, e.g. a great one, and Bob Cratchit went home to Camden Town. J. R. R. Tolkien "
      "and Iain M. Banks wrote elsewhere, and the U.S. Route 52 runs past Wheaton. Scrooge met the Ghost of "
-     "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late in New York."),
+     "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late in New York. "
+     "West Ham played at home. The west wind blew, the west door shut, and fans of West Ham sang."),
     ("runbook.md",
      "# billing-service incidents\n\nOn March 14 the billing-service returned HTTP 504 to the api-gateway. "
      "PostgreSQL had reached max_connections (set to 200); Priya Raman raised `db.pool.size` from 20 to 40 "

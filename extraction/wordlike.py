@@ -32,6 +32,8 @@ THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring be
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
 MIN_MEAN_PIECE = 2.5  # mean letters per piece below which a token is scraps of an encoded id
 MIN_TRAINING_WORDS = 200  # with fewer words of prose, the model judges nothing (every token is word-like)
+LOWER_MAJORITY = 3  # a clause's first word is capitalized by position when written in lower case this many times as
+# often as with a capital mid-sentence (set, not tuned: a clear majority, so that "east" of "East Germany" stays)
 
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
 _CODE_SPAN = re.compile(r"(`+)(?!`)[^\n]*?(?<!`)\1(?!`)")
@@ -82,6 +84,7 @@ class WordModel:
     vocabulary: Counter[str] = field(default_factory=Counter)  # the corpus's prose words, lower cased
     lower: Counter[str] = field(default_factory=Counter)  # uses of ordinary words in lower case (of_texts)
     capital: Counter[str] = field(default_factory=Counter)  # uses with a capital after a lower-case word (of_texts)
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)  # such a word and a capitalized next one
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
@@ -115,16 +118,20 @@ class WordModel:
         text read once)."""
         lower: Counter[str] = Counter()
         capital: Counter[str] = Counter()
+        pairs: Counter[tuple[str, str]] = Counter()
 
         def words() -> Iterator[str]:
             for t in texts:
                 view = _prose_of(t)
                 lower.update(lower_case_words(view))
-                capital.update(capitalized_mid_sentence(view))
+                for word, after in capitalized_mid_sentence(view, t if len(t) == len(view) else None):
+                    capital[word] += 1
+                    if after:
+                        pairs[word, after] += 1
                 yield from (w.lower() for w in _PROSE_WORD.findall(view))
 
         model = cls.fit(words())
-        model.lower, model.capital = lower, capital
+        model.lower, model.capital, model.pairs = lower, capital, pairs
         return model
 
     def score(self, piece: str) -> float:
@@ -144,12 +151,16 @@ class WordModel:
         """Whether the corpus's prose writes ``word`` in lower case, more than once ("enables", not "Alex")."""
         return self.lower.get(word.lower(), 0) >= 2
 
-    def capitalized_by_position(self, word: str) -> bool:
-        """Whether a capital on ``word`` opening a clause is its position's: the corpus's prose writes the word in
-        lower case (:meth:`lower_word`), and more often so than with a capital mid-sentence ("w" of "W Europie",
-        "według"; not "royal" in a corpus that writes "Royal Navy" and "Royal Society" more often than "royal")."""
+    def capitalized_by_position(self, word: str, after: str = "") -> bool:
+        """Whether a capital on ``word`` opening a clause (``after``: the capitalized word after it) is its
+        position's: the corpus's prose writes the word in lower case (:meth:`lower_word`), at least
+        :data:`LOWER_MAJORITY` times as often as with a capital mid-sentence ("w" of "W Europie", "według"; not
+        "west", which a corpus writes about as often in "West Virginia" and "West Bank" as in "the west"), and never
+        writes the two words capitalized mid-sentence ("in West Virginia", "at General Motors": a name)."""
         key = word.lower()
-        return self.lower_word(word) and self.lower[key] > self.capital.get(key, 0)
+        if not self.lower_word(word) or (after and self.pairs.get((key, after.lower()), 0)):
+            return False
+        return self.lower[key] >= LOWER_MAJORITY * max(1, self.capital.get(key, 0))
 
     @property
     def active(self) -> bool:

@@ -19,8 +19,8 @@ def weighted_rrf(ranked_lists: Sequence[tuple[float, Sequence[K]] | tuple[float,
         weight, ids = entry[0], entry[1]
         if weight == 0:
             continue
-        ranks = entry[2] if len(entry) > 2 and entry[2] else range(1, len(ids) + 1)  # type: ignore[misc]
-        for rank, item in zip(ranks, ids):
+        ranks = entry[2] if len(entry) > 2 and len(entry[2]) else range(1, len(ids) + 1)  # type: ignore[misc]
+        for rank, item in zip(ranks, ids, strict=True):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     # A stable sort keeps ties in the order of first appearance (reverse=True keeps stability).
     return sorted(scores.items(), key=itemgetter(1), reverse=True)

@@ -93,7 +93,7 @@ See [Dependency groups]({{< relref "managing-dependencies#dependency-groups" >}}
 [Introduction]({{< relref "docs" >}} "Introduction"), or ask on [Discord].
 
 {{% note %}}
-Poetry {{< param version >}} reads groups.
+Poetry {{< param version >}} reads groups; write `{{< ref "x" >}}` to link a page.
 {{% /note %}}
 
 {{< tabs tabTotal="2" >}}
@@ -111,9 +111,9 @@ x = "{{< kept >}}"
 """
     text = normalize_markdown(page).text
     assert "See Dependency groups and the Introduction, or ask on Discord." in text, text
-    assert "Poetry reads groups." in text and "[" not in text, text
+    assert "Poetry reads groups; write `{{< ref \"x\" >}}` to link a page." in text and "[" not in text, text
     assert "Install it." in text and 'x = "{{< kept >}}"' in text
-    assert "{{" not in text.replace('"{{< kept >}}"', ""), text
+    assert "{{" not in text.replace('"{{< kept >}}"', "").replace('`{{< ref "x" >}}`', ""), text
 
 
 def test_references_resolved_elsewhere_and_generic_blocks_read_as_text() -> None:

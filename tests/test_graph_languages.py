@@ -185,3 +185,24 @@ def test_a_capital_that_opening_a_clause_gives_is_no_part_of_a_name() -> None:
         assert names[0] == ["Europa", "Azja"], names
         assert names[1] == ["Jan Nowak"], names
         assert names[2] == ["Royal Navy"], names  # "Ships of the Royal Navy" opens its sentence
+
+
+def test_the_corpus_says_which_opening_capitals_are_names() -> None:
+    """The word model counts each word's lower-case uses against its capitalized ones after a lower-case word, and
+    which capitalized words follow it there: the corpus writes "west" mostly in lower case, but "in West Virginia"
+    names the pair, so "West Virginia" opening a sentence stays whole even in a document that writes only "the
+    west"; "w" is all lower case, so "W Europie" starts at Europie. A table's pipe between two words is no
+    mid-sentence gap."""
+    from extraction.wordlike import WordModel
+
+    corpus = ("Coal came from the west of the state. Miners moved west, to the west. Zaraza w Europie i w Azji "
+              "trwała w średniowieczu. | the listener | Enables the port |") * 30 + " They lived in West Virginia."
+    words = WordModel.of_texts([corpus])
+    assert words.capitalized_by_position("West", "Coast")  # 90 uses in lower case, one capitalized
+    assert ("west", "virginia") in words.pairs and not words.capitalized_by_position("West", "Virginia")
+    assert words.capitalized_by_position("W", "Europie")
+    assert words.capital.get("enables", 0) == 0  # "listener | Enables": a cell's border, not a sentence
+    texts = ("West Virginia is a state. The west of it is hilly.", "W Europie panowała zaraza, a w Azji mniej.")
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(texts)])
+    names = [[e.name for e in ex.entities] for ex in result.extractions]
+    assert names == [["West Virginia"], ["Europa", "Azja"]], names

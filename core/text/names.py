@@ -96,8 +96,9 @@ class Found:
 # A word standing alone (not a piece of an identifier, path or code); it is an ordinary word when it is all in
 # lower case, in any alphabet ("what's", "według", "größe").
 _ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[^\W\d_]+(?:['’][^\W\d_]+)?(?![\w.\-/@`(])")
-# A word and the next one, with at most a comma between them (the next is read ahead, not consumed).
-_WORD_THEN_WORD = re.compile(r"(?<![\w.\-/@$`'’])([^\W\d_]+),?[ \t]+(?=([^\W\d_][^\W_]*))")
+# A word and the next one, with at most a comma between them, and the word after that when only spaces come
+# between (both read ahead, not consumed).
+_WORD_THEN_WORD = re.compile(r"(?<![\w.\-/@$`'’])([^\W\d_]+)(,?[ \t]+)(?=([^\W\d_][^\W_]*)(?:[ \t]+([^\W\d_][^\W_]*))?)")
 
 
 def ordinary_words(views: Iterable[str]) -> frozenset[str]:
@@ -111,11 +112,21 @@ def lower_case_words(view: str) -> list[str]:
     return [w for w in _ORDINARY.findall(view) if w.islower()]
 
 
-def capitalized_mid_sentence(view: str) -> list[str]:
+def capitalized_mid_sentence(view: str, text: str | None = None) -> list[tuple[str, str]]:
     """The words a prose view writes with a capital right after a word in lower case (a comma between them
-    allowed), lower cased, each use: there the capital is the word's own, not its position's ("w Nowym Jorku",
-    "in New York"; never "In" of "In 1990")."""
-    return [nxt.lower() for prev, nxt in _WORD_THEN_WORD.findall(view) if prev.islower() and nxt[0].isupper()]
+    allowed), lower cased, each use, with the next word when it is capitalized too ("" when not): there the
+    capital is the word's own, not its position's ("in New York" gives ("new", "york"); never "In" of "In
+    1990"). ``text``: what the view was made from, offsets kept; where it has more than spaces and a comma between
+    the two words (a table's pipe, a tag, an emphasis mark the view blanked), they are not counted."""
+    out = []
+    for m in _WORD_THEN_WORD.finditer(view):
+        prev, gap, word, after = m.group(1), m.group(2), m.group(3), m.group(4) or ""
+        if not (prev.islower() and word[0].isupper()):
+            continue
+        if text is not None and text[m.start(2):m.end(2)] != gap:
+            continue
+        out.append((word.lower(), after.lower() if after[:1].isupper() else ""))
+    return out
 
 
 def _is_caps(run: str) -> bool:
