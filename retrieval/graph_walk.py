@@ -447,8 +447,9 @@ class GraphWalk:
     def places(self, link: Link, rows: Sequence[int]) -> tuple[float, ...]:
         """Each of ``rows``' place in the walk's list (from 1) for fusion: the rows the same seeds mention (and no
         other seed) share the mean of their places. The walk knows of them only that those entities are in them;
-        how their masses differ says how many other entities each holds, not what the question asks, so a
-        question naming one entity of many passages does not push some of them ahead of the rest."""
+        how their masses differ comes from the other entities each holds, not from what the question asks, so a
+        question naming one entity of many passages does not push some of them ahead of the rest (of those the
+        list holds: a seed with more passages than the list is deep still has its masses choose which enter)."""
         out = np.arange(1, len(rows) + 1, dtype=np.float64)
         seeds = list(dict.fromkeys(self.position[s.entity_id] for s in link.seeds))
         if not seeds or not len(rows):

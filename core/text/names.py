@@ -94,7 +94,7 @@ class Found:
 
 
 # A word standing alone (not a piece of an identifier, path or code); it is an ordinary word when it is all in
-# lower case, in any alphabet ("what's", "według", "größe").
+# lower case, in any alphabet with case ("what's", "według", "größe"; a script without case has none).
 _ORDINARY = re.compile(r"(?<![\w.\-/@$`'’])[^\W\d_]+(?:['’][^\W\d_]+)?(?![\w.\-/@`(])")
 # A word and the next one, with at most a comma between them, and the word after that when only spaces come
 # between (both read ahead, not consumed).
