@@ -13,9 +13,8 @@ end]``) works on clean text with consistent offsets:
   code stays fenced (its info string cut to the language), tables stay tables, blockquotes ``> `` lines;
 - attribute lists, admonition and tab markers, generator directives (mkdocstrings' ``::: module`` with its options),
   template tags (a line of Jinja's or Hugo's alone; Hugo's shortcodes inline, outside code spans:
-  ``[text]({{< relref "page" >}})``), images, link
-  targets, footnote references, emphasis marks and
-  HTML tags are dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
+  ``[text]({{< relref "page" >}})``), images, link targets, footnote references, emphasis marks and HTML tags are
+  dropped; ``<dfn>``, ``<abbr>``, ``<kbd>`` (and any other inline tag) leave their text;
   comments, ``<script>`` and ``<style>`` leave nothing; an HTML block leaves its text (``<pre>`` as code);
 - a code span stays in backticks, unless it is part of a word ("\\`g\\`reater" is "greater");
 - an admonition's or a tab's own title stays as a line of text (a bare ``!!! note`` leaves nothing); the
@@ -186,11 +185,14 @@ def _prepare(text: str) -> str:
 
 def _without_shortcodes(line: str) -> str:
     """``line`` without its Hugo shortcodes (:data:`_SHORTCODE`), outside its code spans."""
+    def drop(prose: str) -> str:
+        return _SHORTCODE.sub(lambda m: f"{m.group(1)}#" if m.group(1) else "", prose)
+
     out, at = [], 0
     for m in _CODE_SPAN.finditer(line):
-        out += [_SHORTCODE.sub(lambda s: f"{s.group(1)}#" if s.group(1) else "", line[at:m.start()]), m.group(0)]
+        out += [drop(line[at:m.start()]), m.group(0)]
         at = m.end()
-    out.append(_SHORTCODE.sub(lambda s: f"{s.group(1)}#" if s.group(1) else "", line[at:]))
+    out.append(drop(line[at:]))
     return "".join(out)
 
 
