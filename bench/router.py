@@ -14,7 +14,8 @@ Figures: ``accuracy``, ``local_recall`` and ``global_recall`` of the route; ``bo
 questions whose confidence falls below ``retrieval.route_confidence_threshold`` (answered from both sides);
 ``right_or_both``, the share routed right or answered from both sides; ``p50_ms``, the routing time per
 question with the question's embedding included (one BLAS thread). The peer (``baseline_accuracy``) routes
-global exactly when one of the router's generic cue words occurs. Last line: one JSON object.
+global exactly when one of the generic cue words of ``routing.model.GENERIC_CUES`` occurs (the router itself
+reads no word list). Last line: one JSON object.
 """
 
 from __future__ import annotations

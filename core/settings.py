@@ -232,7 +232,7 @@ class RetrievalSettings(BaseModel):
     global_level: int | None = Field(None, description="community level for global answers; None picks the root level")
     global_reports: int = Field(8, ge=1, le=200)
     route_confidence_threshold: float = Field(
-        0.88, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
+        0.87, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
                                       "community reports) and an LLM, when configured, is asked to classify; the "
                                       "default keeps the both-sides share at or below 9% of the router's training "
                                       "split, out of fold (python -m routing.train)")

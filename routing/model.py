@@ -9,13 +9,14 @@ Three models are shipped in one small JSON file (``routing/weights.json``), all 
   language MiniLM does not read (trained on every language: e5 puts a question near its translations);
 - ``evidence``: the evidence features alone, used when no MiniLM embedder is available.
 
-The evidence features are deliberately few and mostly not word lists: identifiers and names the offline
+The evidence features are deliberately few, and none is a list of words: identifiers and names the offline
 extractor finds in the question, entities the index knows (specific ones, mentioned in a small share of the
 chunks, against hubs that run through much of the corpus), how concentrated the question's top BM25 scores are
 (a question whose answer sits in a few chunks scores them far above the rest; a corpus-wide question does not),
-the question's length, and one weak feature counting generic cue words. Features that need an index are zero
-without one, and a ``has_index`` indicator carries their offset, so a question routed without an index is
-scored by exactly the part of the model that does not depend on one.
+and the question's length. What words such as "overall" or "themes" say reaches the model through the
+embedding, in any language. Features that need an index are zero without one, and a ``has_index`` indicator
+carries their offset, so a question routed without an index is scored by exactly the part of the model that
+does not depend on one.
 
 Standardization is folded into the stored coefficients, and the output is a Platt-calibrated probability that
 the question is global.
@@ -42,16 +43,16 @@ EMBEDDER_NAME = "all-MiniLM-L6-v2"
 IDENTIFIER_TYPES = frozenset({"error_code", "config_key", "version", "identifier", "service", "constant"})
 HUB_SHARE = 0.25  # an entity mentioned in more than this share of chunks runs through the corpus
 
-# A plain list of generic words that people use when they ask about a collection as a whole. It is one weak
-# feature among others, and the naive peer that bench.router measures beside the router.
+# A plain list of English words that people use when they ask about a collection as a whole: the naive peer that
+# routing.train and bench.router measure beside the router. The router does not read it (it would name words of
+# one language); what such words say reaches the router through the question's embedding.
 GENERIC_CUES = ("overall", "across", "themes", "theme", "trends", "trend", "patterns", "pattern", "summarize",
                 "summarise", "summary", "overview", "general", "generally", "common", "recurring", "main", "whole",
                 "corpus", "collection", "collectively", "throughout", "broadly", "all")
-_CUE_RE = re.compile(r"\b(?:" + "|".join(GENERIC_CUES) + r")\b", re.IGNORECASE)
 _QUOTED = re.compile(r"\"[^\"]+\"|“[^”]+”|`[^`]+`|'[^']{3,}'")
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
-EVIDENCE_FEATURES = ("identifiers", "names", "cues", "length", "quoted", "has_index", "specific_known",
+EVIDENCE_FEATURES = ("identifiers", "names", "length", "quoted", "has_index", "specific_known",
                      "hub_known", "bm25_concentration", "other_language")
 # other_language stays last: LogisticModel.probability reads it to pick the calibration.
 # The languages all-MiniLM-L6-v2 reads (undetermined: too short to tell, judged as English).
@@ -78,7 +79,6 @@ class Evidence:
 
     identifiers: tuple[str, ...]
     names: tuple[str, ...]
-    cues: tuple[str, ...]
     n_words: int
     quoted: bool
     has_index: bool
@@ -94,7 +94,7 @@ class Evidence:
 
     def vector(self) -> np.ndarray:
         conc = math.log(self.concentration) if self.concentration else 0.0
-        return np.array([math.log1p(len(self.identifiers)), math.log1p(len(self.names)), math.log1p(len(self.cues)),
+        return np.array([math.log1p(len(self.identifiers)), math.log1p(len(self.names)),
                          math.log(max(1, self.n_words)), float(self.quoted), float(self.has_index),
                          math.log1p(len(self.specific)), math.log1p(len(self.hubs)), conc,
                          float(self.other_language)], dtype=np.float64)
@@ -121,7 +121,6 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     identifiers = tuple(dict.fromkeys(f.name for f in found if f.type in IDENTIFIER_TYPES))
     names = tuple(dict.fromkeys(f.name for f in found if f.type not in IDENTIFIER_TYPES and not f.at_start
                                 and not f.possessive))  # "Ardent's revenue" names Ardent, not a second entity
-    cues = tuple(m.group(0).lower() for m in _CUE_RE.finditer(question))
     n_words = len(_WORDS.findall(question))
     has_index = lexicon is not None or scorer is not None
     specific: list[str] = []
@@ -135,7 +134,7 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
         top = scorer.top_scores(question, 10)
         if top.size and top[0] > 0:
             concentration = float(top[0] / max(top.mean(), 1e-9))
-    return Evidence(identifiers, names, cues, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
+    return Evidence(identifiers, names, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
                     tuple(hubs), concentration, question_language(question))
 
 

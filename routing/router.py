@@ -3,9 +3,9 @@
 The decision is a small calibrated logistic regression (:mod:`routing.model`) over what the question
 means (the mean of all-MiniLM-L6-v2's third encoder layer) and over evidence from the index that is not a word
 list: identifiers and specific entities the index knows, entities that run through the whole corpus, and how
-concentrated the question's top BM25 scores are. Generic cue words are one weak feature among these, never the
-decision. A question in a language MiniLM does not read goes to a second regression over its multilingual-e5
-query embedding. Without a MiniLM embedder a model over the evidence alone decides, and the reasons say so.
+concentrated the question's top BM25 scores are. A question in a language MiniLM does not read goes to a second
+regression over its multilingual-e5 query embedding. Without a MiniLM embedder a model over the evidence alone
+decides, and the reasons say so.
 
 Every decision carries ``confidence`` in [0, 1], the calibrated probability of the route it picked. Below
 ``retrieval.route_confidence_threshold`` the engine answers from both sides (:mod:`answers.both`), and with
@@ -122,7 +122,7 @@ def _reasons(ev: Evidence, p_global: float, model: str, fitted: LogisticModel | 
         reasons.append(f"written in {describe_language(ev.language)}: read by the multilingual model "
                        "(multilingual-e5-small), which reads it where MiniLM does not")
     if model == "evidence":
-        reasons.append("no MiniLM embedder is installed: decided from index evidence and cue words alone, "
+        reasons.append("no MiniLM embedder is installed: decided from index evidence alone, "
                        "without reading the question's meaning")
     if ev.other_language and model != "multilingual":
         written = "mostly in a script other than Latin" if ev.language == "other" else f"in {describe_language(ev.language)}"
@@ -145,8 +145,6 @@ def _reasons(ev: Evidence, p_global: float, model: str, fitted: LogisticModel | 
             reasons.append(f"no chunk stands out lexically (top BM25 score {ev.concentration:.1f}x the top-10 mean)")
     elif not ev.has_index:
         reasons.append("no index evidence: judged from the question alone")
-    if ev.cues and _direction(fitted, "cues", "global") == route:
-        reasons.append("generic cue words (a weak signal): " + ", ".join(repr(c) for c in dict.fromkeys(ev.cues)))
     return reasons
 
 

@@ -4,12 +4,11 @@
 
 Labeled rows are ``{"question", "route", ...}`` with optional ``author``, ``domain`` and ``corpus``. By default
 the training data is every ``tests/data/router/*.jsonl`` file plus ``tests/data/router_questions.jsonl``, and
-up to 150 reading-comprehension questions from each of three files of the shared data, labelled local: Chinese
-in Traditional script (DRCD) and in Simplified (XQuAD), and Polish (PolAQ) (:func:`qa_questions`). They are
-drawn from a fixed eighth of the articles (by title, the same articles in every file), so the questions of the
-other articles measure routing unseen (``bench.graph_languages``). A
-fixed 25% of every file (chosen by a stable hash of the question) is the development split, which training
-never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own
+up to 300 reading-comprehension questions from each of four files of the shared data, labelled local: English
+(SQuAD 2.0), Chinese in Traditional script (DRCD) and in Simplified (XQuAD), and Polish (PolAQ)
+(:func:`qa_questions`). They are drawn from a fixed eighth of the articles (by title, the same articles in every
+file), so the questions of the other articles measure routing unseen (``bench.graph_languages``). A fixed 25%
+of every file (chosen by a stable hash of the question) is the development split, which training never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own
 ``samples/infra-notes``) get index evidence from an offline index of that corpus; the other rows get the
 neutral index features that a question without an index gets.
 
@@ -50,11 +49,11 @@ from routing.model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGH
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
 SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-# Single-paragraph factual questions written by others in Chinese and Polish, labelled local (each asks about one
+# Single-paragraph factual questions written by others in English, Chinese and Polish, labelled local (each asks about one
 # paragraph): (file under the shared data, the id prefix of the rows it may take, its author label).
 QA_SOURCES = (("qa/drcd_zh.jsonl", "drcd-dev-", "drcd"), ("qa/xquad_zh.jsonl", "xquad-zh-", "xquad"),
-              ("qa/polaq_manual_pl.jsonl", "polaq-", "polaq"))
-QA_PER_SOURCE = 150
+              ("qa/polaq_manual_pl.jsonl", "polaq-", "polaq"), ("qa/squad2_dev_en.jsonl", "squad2-dev-", "squad"))
+QA_PER_SOURCE = 300
 OLDER_FILE = "router_questions.jsonl"  # the repository's first question file, reported unseen
 DEFAULT_CORPORA = {"infra": ROOT / "samples" / "infra-notes"}
 LAMBDAS = (1.0, 3.0, 10.0, 30.0, 100.0, 300.0)

@@ -187,7 +187,7 @@ def test_capitalized_words_no_longer_rank_by_bm25_alone() -> None:
 
 
 def _evidence(**kw) -> Evidence:  # type: ignore[no-untyped-def]
-    base = dict(identifiers=(), names=(), cues=(), n_words=9, quoted=False, has_index=True, specific=(), hubs=(),
+    base = dict(identifiers=(), names=(), n_words=9, quoted=False, has_index=True, specific=(), hubs=(),
                 concentration=None, language="en")
     base.update(kw)
     return Evidence(**base)  # type: ignore[arg-type]
@@ -230,7 +230,7 @@ def test_route_reasons_show_the_entities_as_the_question_writes_them() -> None:
 
 
 def test_route_reasons_argue_for_the_route_they_support() -> None:
-    concentrated = _evidence(concentration=3.1, cues=("main",))
+    concentrated = _evidence(concentration=3.1)
     glob = _reasons(concentrated, 0.9, "full")
     assert glob[0].startswith("reads as a question about the corpus as a whole")
     assert not any("match far better" in r for r in glob), glob
