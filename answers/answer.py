@@ -101,6 +101,23 @@ def shown(unit: Unit) -> str:
     return f"{unit.text.rstrip()}\n[{unit.chunk_id}]"
 
 
+def quoted_text(units: Sequence[Unit]) -> str:
+    """The quoted units, each under a "§ heading" line where its section's heading differs from the previous
+    unit's: a sentence such as "If this variable is set, ..." names its subject only in the heading above it
+    (a document's title line is not repeated: the citation names the document). The label is the document's own
+    text, added for the reader of the answer; the answer's points stay the units alone."""
+    lines: list[str] = []
+    previous: tuple[str, str] | None = None
+    for u in units:
+        heading = "" if u.title else " ".join(u.heading.split())
+        section = (u.chunk_id.rsplit("#", 1)[0], heading)  # (the document, the heading)
+        if heading and section != previous:
+            lines.append(f"\u00a7 {heading}")
+        previous = section
+        lines.append(shown(u))
+    return "\n".join(lines)
+
+
 def declined(question: str, route: RouteDecision, index: ChunkIndex, reading: Reading) -> Answer:
     """The answer to a question the passages do not seem to answer: what came closest and where."""
     text = (f"The indexed text does not seem to answer this question (the reader gives {reading.probability:.2f} "
@@ -144,6 +161,6 @@ def answer_from(question: str, route: RouteDecision, index: ChunkIndex, reading:
     if not reading.answered or not reading.units:
         return declined(question, route, index, reading)
     quotes = tuple(Quote(u.chunk_id, u.start, u.end, u.text) for u in reading.units)
-    return Answer(question, route, "offline", "\n".join(shown(u) for u in reading.units),
+    return Answer(question, route, "offline", quoted_text(reading.units),
                   citations_of(index, [q.chunk_id for q in quotes]), points=quotes,
                   confidence=round(reading.probability, 4))

@@ -153,3 +153,51 @@ def test_a_global_answer_names_the_pages_each_community_quotes(tmp_path: Path) -
         encoding="utf-8")
     tale = ask_offline(book, tmp_path / "ws2", "What are the main themes of the whole story?")
     assert "; on the pages " not in tale.text
+
+
+ENV_PAGE = """# Environment variables
+
+Quill reads the variables below when it starts, before any configuration file.
+
+## `SSL_CERT_FILE`
+
+If this environment variable is set, quill loads the CA certificate from the specified file instead of the
+default location.
+
+## `QUILL_TIMEOUT`
+
+Seconds to wait for the registry before giving up. Quill waits thirty seconds when it is not set.
+"""
+
+
+def test_a_quoted_unit_is_shown_under_the_heading_that_names_its_subject() -> None:
+    """"If this environment variable is set ..." names its variable only in the heading above it: the answer shows
+    the heading once above the units under it, and a document's title line not at all."""
+    from answers.answer import quoted_text
+
+    units = answer_units("env.md#0000", ENV_PAGE, True)
+    intro, ssl, seconds, waits = units
+    assert intro.heading == "Environment variables" and ssl.heading == "`SSL_CERT_FILE`"
+    assert seconds.heading == waits.heading == "`QUILL_TIMEOUT`"
+    assert quoted_text([ssl, seconds, waits]) == "\n".join([
+        "\u00a7 `SSL_CERT_FILE`", f"{ssl.text} [env.md#0000]",
+        "\u00a7 `QUILL_TIMEOUT`", f"{seconds.text} [env.md#0000]", f"{waits.text} [env.md#0000]"])
+    # a document's title line (a first line that titles the chunk, not a # heading) is not shown again
+    titled = [u for u in answer_units("env.md#0000", "Quill settings\nQuill reads its settings at start.", True)]
+    assert titled and titled[0].title and "\u00a7" not in quoted_text(titled)
+    # a second unit under the same heading is not labelled again; the same heading in another document is
+    other = type(seconds)("other.md#0000", seconds.start, seconds.end, seconds.text, seconds.kind, seconds.heading)
+    assert quoted_text([seconds, seconds, other]).count("\u00a7 `QUILL_TIMEOUT`") == 2
+
+
+def test_an_answer_names_the_section_its_sentence_sits_under(tmp_path: Path) -> None:
+    from tests.conftest import ask_offline
+
+    folder = _docs(tmp_path / "docs")
+    (folder / "environment.md").write_text(ENV_PAGE, encoding="utf-8")
+    answer = ask_offline(folder, tmp_path / "ws", "Which environment variable points quill at a custom CA "
+                         "certificate file?", mode="local")
+    lines = answer.text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("If this environment variable is set"))
+    assert at > 0 and lines[at - 1] == "\u00a7 `SSL_CERT_FILE`", answer.text
+    assert not any(p.text.startswith("\u00a7") for p in answer.points)
