@@ -21,7 +21,7 @@ Figures per corpus:
   list (``graph_weight`` 0);
 - ``routed_local``: share of these single-paragraph factual questions the router sends local, over the
   questions of articles the router was never trained on (``routing.train.in_router_sample``: it trains on the
-  Chinese and Polish questions of a fixed eighth of the articles, the same in every file);
+  English, Chinese and Polish questions of a fixed eighth of the articles, the same in every file);
 - a sample of ``--sample`` Chinese entities (by a stable hash) printed for reading: are they terms?
 
 Last line: one JSON object.

@@ -8,9 +8,10 @@ up to 300 reading-comprehension questions from each of four files of the shared 
 (SQuAD 2.0), Chinese in Traditional script (DRCD) and in Simplified (XQuAD), and Polish (PolAQ)
 (:func:`qa_questions`). They are drawn from a fixed eighth of the articles (by title, the same articles in every
 file), so the questions of the other articles measure routing unseen (``bench.graph_languages``). A fixed 25%
-of every file (chosen by a stable hash of the question) is the development split, which training never sees. Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own
-``samples/infra-notes``) get index evidence from an offline index of that corpus; the other rows get the
-neutral index features that a question without an index gets.
+of every file (chosen by a stable hash of the question) is the development split, which training never sees.
+Rows that name a corpus given with ``--corpus`` (``infra`` is the repository's own ``samples/infra-notes``) get
+index evidence from an offline index of that corpus; the other rows get the neutral index features that a
+question without an index gets.
 
 The both-sides threshold (the lowest confidence answered from one side) is the highest that keeps the training
 split's both-sides share at or below 9%, judged on the training rows' 5-fold out-of-fold probabilities: the
@@ -22,8 +23,8 @@ numpy. The L2 strength is chosen by 5-fold cross-validation on the training spli
 calibration is fitted on the out-of-fold scores. Same data, same weights: folds and splits come from stable
 hashes, and BLAS runs single-threaded.
 
-Besides the development split it reports leave-one-author-out accuracy (train on two writers, test on the
-third: the honest estimate for questions written by others) and the figures on the repository's older question
+Besides the development split it reports leave-one-author-out accuracy (train on the other writers, test on
+one: the honest estimate for questions written by others) and the figures on the repository's older question
 file for a model trained without it, each beside a plain list of generic cue words. ``--check`` retrains and
 fails when the result differs from the shipped weights file.
 """
@@ -49,8 +50,9 @@ from routing.model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGH
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = sorted((ROOT / "tests" / "data" / "router").glob("*.jsonl")) + [ROOT / "tests" / "data" / "router_questions.jsonl"]
 SHARED_DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-# Single-paragraph factual questions written by others in English, Chinese and Polish, labelled local (each asks about one
-# paragraph): (file under the shared data, the id prefix of the rows it may take, its author label).
+# Single-paragraph factual questions written by others in English, Chinese and Polish, labelled local (each asks
+# about one paragraph): (file under the shared data, the id prefix of the rows it may take, its author label).
+# SQuAD 2.0's unanswerable questions are among them: they too ask about one paragraph.
 QA_SOURCES = (("qa/drcd_zh.jsonl", "drcd-dev-", "drcd"), ("qa/xquad_zh.jsonl", "xquad-zh-", "xquad"),
               ("qa/polaq_manual_pl.jsonl", "polaq-", "polaq"), ("qa/squad2_dev_en.jsonl", "squad2-dev-", "squad"))
 QA_PER_SOURCE = 300
