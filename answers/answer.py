@@ -101,6 +101,9 @@ def shown(unit: Unit) -> str:
     return f"{unit.text.rstrip()}\n[{unit.chunk_id}]"
 
 
+SECTION = "\u00a7 "  # opens the line above a section's points (the console shows it as a block of its own)
+
+
 def quoted_text(units: Sequence[Unit]) -> str:
     """The quoted units, each under a "§ heading" line where its section's heading differs from the previous
     unit's: a sentence such as "If this variable is set, ..." names its subject only in the heading above it
@@ -112,7 +115,7 @@ def quoted_text(units: Sequence[Unit]) -> str:
         heading = "" if u.title else " ".join(u.heading.split())
         section = (u.chunk_id.rsplit("#", 1)[0], heading)  # (the document, the heading)
         if heading and section != previous:
-            lines.append(f"\u00a7 {heading}")
+            lines.append(f"{SECTION}{heading}")
         previous = section
         lines.append(shown(u))
     return "\n".join(lines)
