@@ -135,6 +135,6 @@ def test_what_a_file_is_for_is_answered_from_the_page_titled_by_it(tmp_path: Pat
     (folder / "quillon-lock.md").write_text(LOCK_PAGE, encoding="utf-8")
     (folder / "quillon-audit.md").write_text(OPTIONS_PAGE, encoding="utf-8")
     answer = ask_offline(folder, tmp_path / "ws", "What is quillon.lock for?")
-    first = answer.text.strip().split("]", 1)[0] + "]"  # the first quote, through its citation
-    assert first.startswith("`quillon.lock` is written whenever the installer changes the tree")
-    assert first.endswith("[quillon-lock.md#0000]")
+    first = answer.points[0]  # the first quote
+    assert first.text.startswith("`quillon.lock` is written whenever the installer changes the tree"), answer.text
+    assert first.chunk_id == "quillon-lock.md#0000"
