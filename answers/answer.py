@@ -101,24 +101,34 @@ def shown(unit: Unit) -> str:
     return f"{unit.text.rstrip()}\n[{unit.chunk_id}]"
 
 
-SECTION = "\u00a7 "  # opens the line above a section's points (the console shows it as a block of its own)
+SECTION = "\u00a7 "  # opens the line that names the section of the points below it
+LABEL_MAX = 120  # characters of a heading shown in a section's line
+
+
+def _label(heading: str) -> str:
+    text = " ".join(heading.split())
+    return text if len(text) <= LABEL_MAX else text[:LABEL_MAX - 1].rsplit(" ", 1)[0] + "\u2026"
 
 
 def quoted_text(units: Sequence[Unit]) -> str:
-    """The quoted units, each under a "§ heading" line where its section's heading differs from the previous
-    unit's: a sentence such as "If this variable is set, ..." names its subject only in the heading above it
-    (a document's title line is not repeated: the citation names the document). The label is the document's own
-    text, added for the reader of the answer; the answer's points stay the units alone."""
-    lines: list[str] = []
+    """The quoted units, each section's under a "§ heading" line of its own (blank lines around it): a sentence
+    such as "If this variable is set, ..." names its subject only in the heading above it. A new section starts
+    where the document or the heading changes; a unit under no heading (or under its document's title line, which
+    the citation names) that follows a labelled one is labelled with its document, so that it is not read as part
+    of the section before. An answer with no heading reads as before. The label is the document's own text; the
+    answer's points stay the units alone."""
+    parts: list[str] = []
     previous: tuple[str, str] | None = None
+    labelled = False
     for u in units:
-        heading = "" if u.title else " ".join(u.heading.split())
-        section = (u.chunk_id.rsplit("#", 1)[0], heading)  # (the document, the heading)
-        if heading and section != previous:
-            lines.append(f"{SECTION}{heading}")
-        previous = section
-        lines.append(shown(u))
-    return "\n".join(lines)
+        document = u.chunk_id.rsplit("#", 1)[0]
+        heading = "" if u.title else _label(u.heading)
+        if (document, heading) != previous and (heading or labelled):
+            parts.append(f"\n{SECTION}{heading or document}\n" if parts else f"{SECTION}{heading or document}\n")
+            labelled = True
+        previous = (document, heading)
+        parts.append(shown(u))
+    return "\n".join(parts)
 
 
 def declined(question: str, route: RouteDecision, index: ChunkIndex, reading: Reading) -> Answer:

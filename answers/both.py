@@ -35,7 +35,7 @@ def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex,
     if decision.route == "global":
         parts.reverse()
     text = (f"The question could be read either way (router confidence {decision.confidence:.2f}), so both "
-            "answers follow.\n\n" + "\n\n".join(f"{label}\n{part.text}" for label, part in parts))
+            "answers follow.\n\n" + "\n\n".join(f"{label}\n\n{part.text}" for label, part in parts))
     citations = tuple({c.chunk_id: c for part in (local, glob) for c in part.citations}.values())
     return Answer(question, decision, local.mode, text, citations, glob.report_ids,
                   points=local.points + glob.points, covered=local.covered or glob.covered)

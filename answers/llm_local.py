@@ -159,7 +159,7 @@ def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, cli
                 stream.feed(delta)
             text = stream.buffer
     except LLMError as exc:
-        note = f"The LLM could not answer ({exc}); the passages say:\n"
+        note = f"The LLM could not answer ({exc}); the passages say:\n\n"
         if on_delta is not None:
             on_delta(note + offline.text)
         return replace(offline, text=note + offline.text)

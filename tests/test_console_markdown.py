@@ -76,9 +76,12 @@ def test_an_answer_keeps_each_cited_point_apart_and_its_fences_closed() -> None:
     html = render_markdown(md)
     assert html.count("<p>") >= 3 and "<pre><code" in html and html.count("<li>") == 2
     assert "```" not in html and "[a.md#0000]" in html
-    # the line naming a section stands apart from the sentence under it
-    html = render_markdown(answer_markdown("\u00a7 `SSL_CERT_FILE`\nIf this variable is set, x loads it. [e.md#0001]"))
+    # the line naming a section (answers.answer.quoted_text) stands apart from the sentence under it, and a line
+    # of quoted text that happens to open with "§" is no label
+    answer = "\u00a7 `SSL_CERT_FILE`\n\nIf this variable is set, x loads it. [e.md#0001]"
+    html = render_markdown(answer_markdown(answer))
     assert html.count("<p>") == 2 and html.index("SSL_CERT_FILE") < html.index("If this variable"), html
+    assert render_markdown(answer_markdown("Zgodnie z\n\u00a7 4 ust. 2 tak jest. [p.md#0000]")).count("<p>") == 1
 
 
 def test_a_preview_reads_as_rendered_text() -> None:

@@ -172,7 +172,7 @@ Seconds to wait for the registry before giving up. Quill waits thirty seconds wh
 
 def test_a_quoted_unit_is_shown_under_the_heading_that_names_its_subject() -> None:
     """"If this environment variable is set ..." names its variable only in the heading above it: the answer shows
-    the heading once above the units under it, and a document's title line not at all."""
+    the heading once above the units under it, each label a block of its own."""
     from answers.answer import quoted_text
 
     units = answer_units("env.md#0000", ENV_PAGE, True)
@@ -180,14 +180,20 @@ def test_a_quoted_unit_is_shown_under_the_heading_that_names_its_subject() -> No
     assert intro.heading == "Environment variables" and ssl.heading == "`SSL_CERT_FILE`"
     assert seconds.heading == waits.heading == "`QUILL_TIMEOUT`"
     assert quoted_text([ssl, seconds, waits]) == "\n".join([
-        "\u00a7 `SSL_CERT_FILE`", f"{ssl.text} [env.md#0000]",
-        "\u00a7 `QUILL_TIMEOUT`", f"{seconds.text} [env.md#0000]", f"{waits.text} [env.md#0000]"])
-    # a document's title line (a first line that titles the chunk, not a # heading) is not shown again
-    titled = [u for u in answer_units("env.md#0000", "Quill settings\nQuill reads its settings at start.", True)]
-    assert titled and titled[0].title and "\u00a7" not in quoted_text(titled)
-    # a second unit under the same heading is not labelled again; the same heading in another document is
+        "\u00a7 `SSL_CERT_FILE`", "", f"{ssl.text} [env.md#0000]", "",
+        "\u00a7 `QUILL_TIMEOUT`", "", f"{seconds.text} [env.md#0000]", f"{waits.text} [env.md#0000]"])
+    # a unit under no heading after a labelled one is labelled with its document, not left under the section before
+    titled = answer_units("notes.md#0003", "Quill settings\nQuill reads its settings at start.", True)
+    assert titled and titled[0].title
+    assert quoted_text([ssl, titled[0]]).endswith(f"\n\n\u00a7 notes.md\n\n{titled[0].text} [notes.md#0003]")
+    # an answer without headings reads as before; a heading too long to be a label is cut at a word
+    assert quoted_text(titled) == f"{titled[0].text} [notes.md#0003]"
+    long = type(ssl)("env.md#0000", ssl.start, ssl.end, ssl.text, ssl.kind, "word " * 60)
+    label = quoted_text([long]).split("\n", 1)[0]
+    assert len(label) <= 2 + 120 and label.endswith("word\u2026")
+    # the same heading in another document starts a section of its own
     other = type(seconds)("other.md#0000", seconds.start, seconds.end, seconds.text, seconds.kind, seconds.heading)
-    assert quoted_text([seconds, seconds, other]).count("\u00a7 `QUILL_TIMEOUT`") == 2
+    assert quoted_text([seconds, waits, other]).count("\u00a7 `QUILL_TIMEOUT`") == 2
 
 
 def test_an_answer_names_the_section_its_sentence_sits_under(tmp_path: Path) -> None:
@@ -198,6 +204,5 @@ def test_an_answer_names_the_section_its_sentence_sits_under(tmp_path: Path) -> 
     answer = ask_offline(folder, tmp_path / "ws", "Which environment variable points quill at a custom CA "
                          "certificate file?", mode="local")
     lines = answer.text.splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith("If this environment variable is set"))
-    assert at > 0 and lines[at - 1] == "\u00a7 `SSL_CERT_FILE`", answer.text
-    assert not any(p.text.startswith("\u00a7") for p in answer.points)
+    at = [i for i, line in enumerate(lines) if line.startswith("If this environment variable is set")]
+    assert at and lines[at[0] - 2:at[0]] == ["\u00a7 `SSL_CERT_FILE`", ""], answer.text

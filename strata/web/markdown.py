@@ -19,8 +19,6 @@ from typing import Any, Sequence
 
 from markdown_it import MarkdownIt
 
-from answers.answer import SECTION
-
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"  # private-use characters: in no real text (replaced if they are)
 _ENCODED = {"%EE%80%80": MARK_OPEN, "%EE%80%81": MARK_CLOSE}  # as they appear inside a link's percent-encoded href
 _TAG_OR_TEXT = re.compile(r"(<[^>]*>)")
@@ -136,10 +134,9 @@ def plain_text(text: str, limit: int = 300) -> str:
 
 
 def answer_markdown(text: str) -> str:
-    """An answer's text as Markdown: each cited point (a line ending in ``[chunk-id]`` or ``(report id)``) and
-    each "§ heading" line naming the section the next points sit under is a block of its own, unless a list item
-    follows a point (the list stays one list), and a citation written after a closing code fence goes on the next
-    line (a fence followed by text does not close its block)."""
+    """An answer's text as Markdown: each cited point (a line ending in ``[chunk-id]`` or ``(report id)``) is a
+    block of its own, unless a list item follows (the list stays one list), and a citation written after a
+    closing code fence goes on the next line (a fence followed by text does not close its block)."""
     text = _CITED_FENCE.sub(r"\1\n\2", text)
     lines = text.split("\n")
     out: list[str] = []
@@ -151,8 +148,7 @@ def answer_markdown(text: str) -> str:
             fence = None if fence and opener.group(1).startswith(fence) else (fence or opener.group(1))
             continue
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if fence is None and nxt.strip() and (line.startswith(SECTION) or (_CITED_LINE.search(line)
-                                                                       and not _LIST_ITEM.match(nxt))):
+        if fence is None and _CITED_LINE.search(line) and nxt.strip() and not _LIST_ITEM.match(nxt):
             out.append("")
     return "\n".join(out)
 
