@@ -113,16 +113,19 @@ def _label(heading: str) -> str:
 def quoted_text(units: Sequence[Unit]) -> str:
     """The quoted units, each section's under a "§ heading" line of its own (blank lines around it): a sentence
     such as "If this variable is set, ..." names its subject only in the heading above it. A new section starts
-    where the document or the heading changes; a unit under no heading (or under its document's title line, which
-    the citation names) that follows a labelled one is labelled with its document, so that it is not read as part
-    of the section before. An answer with no heading reads as before. The label is the document's own text; the
-    answer's points stay the units alone."""
+    where the document or the heading changes. A unit whose chunk holds no heading above it (or only its
+    document's title line, which the citation names) continues the section before when it is of the same
+    document (a later chunk of the section, most often); of another document, after a labelled unit, it is
+    labelled with its document, so that it is not read as part of the section before. An answer with no heading
+    reads as before. The label is the document's own text; the answer's points stay the units alone."""
     parts: list[str] = []
     previous: tuple[str, str] | None = None
     labelled = False
     for u in units:
         document = u.chunk_id.rsplit("#", 1)[0]
         heading = "" if u.title else _label(u.heading)
+        if not heading and previous is not None and previous[0] == document:
+            heading = previous[1]  # no heading in its chunk: the same document's section goes on
         if (document, heading) != previous and (heading or labelled):
             parts.append(f"\n{SECTION}{heading or document}\n" if parts else f"{SECTION}{heading or document}\n")
             labelled = True

@@ -182,10 +182,15 @@ def test_a_quoted_unit_is_shown_under_the_heading_that_names_its_subject() -> No
     assert quoted_text([ssl, seconds, waits]) == "\n".join([
         "\u00a7 `SSL_CERT_FILE`", "", f"{ssl.text} [env.md#0000]", "",
         "\u00a7 `QUILL_TIMEOUT`", "", f"{seconds.text} [env.md#0000]", f"{waits.text} [env.md#0000]"])
-    # a unit under no heading after a labelled one is labelled with its document, not left under the section before
+    # a unit under no heading: of another document after a labelled one, it is labelled with its document, not
+    # left under the section before; of the same document (a later chunk of the section), it continues it
     titled = answer_units("notes.md#0003", "Quill settings\nQuill reads its settings at start.", True)
     assert titled and titled[0].title
     assert quoted_text([ssl, titled[0]]).endswith(f"\n\n\u00a7 notes.md\n\n{titled[0].text} [notes.md#0003]")
+    later = answer_units("env.md#0001", "certificates in PEM format.\n\nQuill reads the file once, when it starts.",
+                         False)
+    assert later and not later[0].heading
+    assert quoted_text([ssl, later[0]]).endswith(f"{ssl.text} [env.md#0000]\n{later[0].text} [env.md#0001]")
     # an answer without headings reads as before; a heading too long to be a label is cut at a word
     assert quoted_text(titled) == f"{titled[0].text} [notes.md#0003]"
     long = type(ssl)("env.md#0000", ssl.start, ssl.end, ssl.text, ssl.kind, "word " * 60)
