@@ -127,7 +127,7 @@ def quoted_text(units: Sequence[Unit]) -> str:
         if not heading and previous is not None and previous[0] == document:
             heading = previous[1]  # no heading in its chunk: the same document's section goes on
         if (document, heading) != previous and (heading or labelled):
-            parts.append(f"\n{SECTION}{heading or document}\n" if parts else f"{SECTION}{heading or document}\n")
+            parts.append(("\n" if parts else "") + f"{SECTION}{heading or document}\n")
             labelled = True
         previous = (document, heading)
         parts.append(shown(u))
