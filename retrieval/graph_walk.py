@@ -25,8 +25,10 @@ hot-reloads with the generation.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -111,14 +113,16 @@ class GraphWalk:
 
     def __init__(self, entity_ids: Sequence[str], names: Sequence[str], df: np.ndarray, keys: Mapping[str, list[int]],
                  out_edges: sparse.csr_matrix, n_rows: int, lexicon: EntityLexicon, params: WalkParams,
-                 counts: Mapping[str, int], is_stop: Callable[[str], bool]) -> None:
+                 counts: Mapping[str, int], is_stop: Callable[[str], bool], max_words: int | None = None) -> None:
         self.entity_ids, self.names, self.df = list(entity_ids), list(names), df
         self.keys = keys  # walk key -> entity positions
         self.out_edges = out_edges  # row-stochastic over (entities, then rows): row j, where a walker at node j steps
         self.n_entities, self.n_rows = len(self.entity_ids), n_rows
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
         # one word more than the longest name: a span may open with an article that walk_key drops ("The X Y Z")
-        self.max_words = max((spans.word_count(k) for k in keys), default=1) + 1
+        if max_words is None:
+            max_words = max((spans.word_count(k) for k in keys), default=1) + 1
+        self.max_words = max_words
         self.position = {eid: i for i, eid in enumerate(self.entity_ids)}
         self.entity_vectors: np.ndarray | None = None  # unit rows of the entities that have one; None: names only
         self.vector_positions: np.ndarray = np.zeros(0, np.int64)  # the walk's position of each of those rows
@@ -141,7 +145,11 @@ class GraphWalk:
         looked up in it rather than compared with all. Returns how many of the walk's entities have a vector."""
         position_of_row = np.fromiter((self.position.get(eid, -1) for eid in vectors.ids), np.int64, len(vectors.ids))
         held = np.flatnonzero(position_of_row >= 0)  # a vector's row -> the walk's position (-1: not in the walk)
-        self.entity_vectors = vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix
+        if vectors.ann is not None:  # only the HNSW graph is searched: the rows stay on disk when memory-mapped
+            self.entity_vectors = vectors.matrix
+        else:
+            self.entity_vectors = np.array(vectors.matrix[held] if len(held) < len(vectors.ids) else vectors.matrix,
+                                           dtype=np.float32)
         self.vector_positions, self.vector_embedder = position_of_row[held], vectors.embedder
         self._ann = (vectors.ann, position_of_row) if vectors.ann is not None else None
         return len(held)
@@ -478,11 +486,16 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
                    bases: Mapping[str, str] | None = None) -> GraphWalk:
     """The walk over ``graph`` and a loaded chunk index (its rows, and its tokenizer to tell stop words).
     ``bases``: the names' base forms (a published generation's lexicon holds them); by default found here."""
-    tokenizer = index.tokenizer
     if bases is None:
         bases = polish_bases(graph.entities, polish_chunks(index))
-    walk = GraphWalk.build(graph, index.by_id, len(index.rows), params, is_stop=lambda text: not tokenizer(text),
-                           bases=bases)
+    return fit_to_index(GraphWalk.build(graph, index.by_id, len(index.rows), params, bases=bases), index)
+
+
+def fit_to_index(walk: GraphWalk, index: Any) -> GraphWalk:
+    """``walk`` (over ``index``'s rows) made to read questions as the index does: its tokenizer tells stop words
+    and terms, its BM25 which rows hold them; and the rows' documents and titles for the second hop."""
+    tokenizer = index.tokenizer
+    walk.is_stop = lambda text: not tokenizer(text)
     walk.terms = tokenizer
     walk.holding = lambda terms: index.bm25.rows_holding_all(terms)  # the index's current BM25, whatever it is
     walk.query_language = index.query_language
@@ -499,6 +512,52 @@ def walk_for_index(graph: GraphSnapshot, index: Any, params: WalkParams | None =
             mentions[key] = max(mentions.get(key, 0), int(max(df, default=0)))
         walk.titles = TitleHops(titles, [r.document_id for r in index.rows], [r.text for r in index.rows],
                                 walk.is_stop, mentions, len(index.rows), walk.params.max_entity_share)
+    return walk
+
+
+# -- the walk's files ----------------------------------------------------------------------------------------
+# A generation holds its walk built (``index/walk.npz``: the transition matrix and the entities' chunk counts;
+# ``index/walk.json``: the entities, their keys and the walk's lexicon), so loading it parses no graph and
+# normalizes no name (bench.pipeline: the load's time and resident memory).
+WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 1
+
+
+def save_walk(walk: GraphWalk, folder: Path) -> None:
+    """Write ``walk`` (as :meth:`GraphWalk.build` made it) into ``folder``, a generation's index folder."""
+    m = walk.out_edges
+    np.savez(folder / WALK_ARRAYS, indptr=m.indptr, indices=m.indices, data=m.data, df=walk.df)
+    meta = {"format": WALK_FORMAT, "relation_weight": walk.params.relation_weight,
+            "synonym_weight": walk.params.synonym_weight, "rows": walk.n_rows, "max_words": walk.max_words,
+            "ids": walk.entity_ids, "names": walk.names, "types": walk.types, "keys": walk.keys,
+            "counts": walk.counts, "lexicon": walk.lexicon.to_json()}
+    (folder / WALK_META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+
+
+def load_walk(folder: Path, n_rows: int, params: WalkParams) -> GraphWalk | None:
+    """The walk :func:`save_walk` wrote in ``folder``, or None when there is none (an older generation's) or it
+    was built with other edge weights than ``params``' (it is then built from the graph). Raises ValueError when
+    its files do not fit together or not the index's ``n_rows`` rows."""
+    meta_path = folder / WALK_META
+    if not meta_path.exists() or not (folder / WALK_ARRAYS).exists():
+        return None
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if (meta.get("format") != WALK_FORMAT or meta.get("relation_weight") != params.relation_weight
+            or meta.get("synonym_weight") != params.synonym_weight):
+        return None
+    ids, names, types = meta["ids"], meta["names"], meta["types"]
+    n_e = len(ids)
+    if meta["rows"] != n_rows:
+        raise ValueError(f"{WALK_META} is for {meta['rows']} chunk rows, the index holds {n_rows}")
+    with np.load(folder / WALK_ARRAYS, allow_pickle=False) as z:
+        indptr, indices, data, df = z["indptr"], z["indices"], z["data"], z["df"]
+    n = n_e + n_rows
+    if len(names) != n_e or len(types) != n_e or len(df) != n_e or len(indptr) != n + 1:
+        raise ValueError(f"{WALK_ARRAYS} and {WALK_META} describe different entities or rows")
+    out_edges = sparse.csr_matrix((data, indices, indptr), shape=(n, n))
+    lexicon = EntityLexicon.from_json(meta["lexicon"])
+    walk = GraphWalk(ids, names, df, meta["keys"], out_edges, n_rows, lexicon, params, meta["counts"],
+                     lambda _: False, max_words=int(meta["max_words"]))
+    walk.types = list(types)
     return walk
 
 

@@ -86,13 +86,14 @@ class EntityLexicon:
     def __init__(self, entities: Sequence[KnownEntity], total_chunks: int) -> None:
         self.total_chunks = max(1, total_chunks)
         self.by_key: dict[str, KnownEntity] = {}
-        self.bases = {e.name: e.base for e in entities if e.base}  # name -> base form (polish_bases)
         for e in entities:
             for key in {_key(e.name, e.type), _key(e.base, e.type)} if e.base else (_key(e.name, e.type),):
                 if long_enough(key) and (key not in self.by_key or self.by_key[key].chunks < e.chunks):
                     self.by_key[key] = e
         self.max_words = max((word_count(k) for k in self.by_key), default=1)
         self.entities = list({id(e): e for e in self.by_key.values()}.values())  # each once (a name, its base form)
+        # name -> base form (polish_bases) of the names it knows (what it saves, so a loaded lexicon has the same)
+        self.bases = {e.name: e.base for e in self.entities if e.base}
 
     def __len__(self) -> int:
         return len(self.entities)
@@ -122,15 +123,35 @@ class EntityLexicon:
             i += 1
         return list(found.values())
 
+    def to_json(self) -> dict[str, Any]:
+        """The lexicon with its keys, so that loading it normalizes no name again."""
+        number = {id(e): i for i, e in enumerate(self.entities)}
+        return {"total_chunks": self.total_chunks, "max_words": self.max_words,
+                "entities": [[e.name, e.type, e.chunks] + ([e.base] if e.base else []) for e in self.entities],
+                "keys": {k: number[id(e)] for k, e in self.by_key.items()}}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "EntityLexicon":
+        """The lexicon :meth:`to_json` wrote; one written without its keys (an older generation's) is keyed again.
+        Raises ValueError when its parts do not fit together."""
+        entities = [KnownEntity(*row) for row in data["entities"]]
+        if "keys" not in data:
+            return cls(entities, data["total_chunks"])
+        lexicon = cls([], data["total_chunks"])
+        try:
+            lexicon.by_key = {k: entities[i] for k, i in data["keys"].items()}
+        except (IndexError, TypeError) as exc:
+            raise ValueError(f"a lexicon key names no entity ({exc})") from exc
+        lexicon.max_words = int(data["max_words"])
+        lexicon.entities = list({id(e): e for e in lexicon.by_key.values()}.values())
+        lexicon.bases = {e.name: e.base for e in lexicon.entities if e.base}
+        return lexicon
+
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps({"total_chunks": self.total_chunks,
-                                    "entities": [[e.name, e.type, e.chunks] + ([e.base] if e.base else [])
-                                                 for e in self.entities]},
-                                   ensure_ascii=False))
+        path.write_text(json.dumps(self.to_json(), ensure_ascii=False))
 
     @classmethod
     def load(cls, path: Path) -> "EntityLexicon":
         if not path.exists():
             return cls([], 1)
-        data = json.loads(path.read_text())
-        return cls([KnownEntity(*row) for row in data["entities"]], data["total_chunks"])
+        return cls.from_json(json.loads(path.read_text()))

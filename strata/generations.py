@@ -27,7 +27,8 @@ from core.store.codec import report_from_row, report_row
 from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
 from retrieval.index_files import signature
-from retrieval.graph_walk import walk_for_index, walk_params
+from retrieval.graph_walk import (WALK_FORMAT, WALK_META, GraphWalk, fit_to_index, load_walk, save_walk, walk_for_index,
+                                  walk_params)
 from retrieval.lexicon import EntityLexicon, lexicon_for
 from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
@@ -80,6 +81,7 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
              communities_to_json(communities)]
     if index.embeds_entities:  # a generation without entity vectors (an older version's) is republished
         parts += [entity_vectors.RECIPE, entity_vectors.SELECTION]
+    parts.append(f"walk {WALK_FORMAT}")  # and one without its walk built, or of another format
     return stable_hash(*parts, size=16)
 
 
@@ -145,7 +147,11 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         index.save(staged / "index")
         write_entity_vectors(index, snapshot, staged / "index")
         step()
-        lexicon_for(snapshot, index).save(staged / "entities.json")
+        lexicon = lexicon_for(snapshot, index)
+        lexicon.save(staged / "entities.json")
+        # The walk as loading this generation would build it (over the saved, compacted rows), built once here.
+        save_walk(GraphWalk.build(snapshot, index.by_id, len(index.rows), walk_params(index.settings),
+                                  bases=lexicon.bases), staged / "index")
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
         (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
@@ -256,13 +262,19 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
             manifest = paths.manifest()
         snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, reports=reports,
                              communities=communities, manifest=manifest, root=paths.root)
-        if (paths.root / GRAPH_FILE).exists():  # the graph walk's matrices, built once per generation
+        params = walk_params(settings.retrieval)
+        with _reading(paths, "index/" + WALK_META):  # the walk as published (parsing no graph)
+            walk = load_walk(paths.index_dir, len(index.rows), params)
+        if walk is not None:
+            index.graph_walk = fit_to_index(walk, index)
+        elif (paths.root / GRAPH_FILE).exists():  # an older generation's: its walk is built from its graph
             with _reading(paths, GRAPH_FILE):
-                # Read for the walk and let go: the walk keeps what it needs in arrays, and only the console and
-                # MCP read the graph itself (snap.graph() keeps it from their first use).
+                # Read for the walk and let go: only the console and MCP read the graph itself (snap.graph()
+                # keeps it from their first use).
                 graph = read_graph(paths.root)
-                index.graph_walk = walk_for_index(graph, index, walk_params(settings.retrieval), lexicon.bases)
+                index.graph_walk = walk_for_index(graph, index, params, lexicon.bases)
                 del graph
+        if index.graph_walk is not None:
             with _reading(paths, "index/" + entity_vectors.META_FILE):  # absent in an older generation: names only
                 vectors = entity_vectors.load(paths.index_dir, index.embedder.name if index.embedder else None)
                 if vectors is not None:  # an HNSW graph of them when there are many (built if not written)
