@@ -13,7 +13,8 @@ For each N:
    seconds per stage; the workspace's disk.
 4. **Serving**, in its own process: load the published generation (``Engine``) and answer 200 memory queries
    (questions of the same third-party sets) through the memory-query contract; the load time, the resident
-   memory after them, and the query p50.
+   memory after them, and the query p50; then one global question, the first to read the community reports,
+   and the resident memory after it.
 5. **A change of --change of the documents** (0.4 of them edited: a sentence replaced and one added; 0.3
    deleted; 0.3 new documents added), then ``strata index`` again: the incremental run's wall time and stages.
 6. **The graph's shape**, read from the published generation: entities per chunk, entity degrees (relations),
@@ -30,7 +31,9 @@ across thousands of documents and most across a handful, as in an encyclopedia. 
 ``--source real`` or ``synthetic`` builds N documents of one kind only, to compare the graph's shape.
 
 Last line per N: one JSON object with ``docs``, ``index_s``, ``peer_index_s``, ``ratio``, ``peak_rss_mb``,
-``peer_peak_rss_mb``, ``disk_mb``, ``peer_disk_mb``, ``serve_load_s``, ``serve_rss_mb``, ``query_p50_ms``,
+``peer_peak_rss_mb``, ``disk_mb``, ``peer_disk_mb``, ``serve_load_s``, ``serve_rss_mb`` (after the memory
+queries), ``serve_rss_global_mb`` and ``first_global_s`` (after one global question, the first to read the
+reports), ``query_p50_ms``,
 ``incremental_s``, ``incremental_share`` and ``stage_s`` / ``incremental_stage_s`` (seconds per stage), and
 ``shape``. Targets (issue #40): ratio <= 1.5 at each N; 100,000 documents in <= 2 h with peak RSS <= 6 GB;
 serving them loads in <= 10 s, holds <= 2 GB and answers with a p50 <= 1.5x the 6k corpus's; incremental_share
@@ -286,9 +289,15 @@ def serve(data_dir: Path) -> None:
         t = time.perf_counter()
         engine.query(MemoryQueryRequest(query_id=f"q{i}", search_text=q, top_k=10))
         times.append((time.perf_counter() - t) * 1000)
+    rss_queries = _rss_mb()
+    # Then one global question: it reads the community reports (a process answering memory queries never does).
+    t = time.perf_counter()
+    engine.ask("What are the main topics of this corpus?", mode="global")
+    global_s = time.perf_counter() - t
     engine.close()
-    print(json.dumps({"serve_load_s": round(load_s, 2), "serve_rss_mb": round(_rss_mb(), 1),
+    print(json.dumps({"serve_load_s": round(load_s, 2), "serve_rss_mb": round(rss_queries, 1),
                       "serve_rss_loaded_mb": round(rss_loaded, 1), "serve_rss_imports_mb": round(rss_before, 1),
+                      "serve_rss_global_mb": round(_rss_mb(), 1), "first_global_s": round(global_s, 2),
                       "query_p50_ms": round(statistics.median(times), 2),
                       "query_p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 2)}))
 
@@ -394,7 +403,9 @@ def _table(r: dict[str, Any]) -> str:
              f"  {'':<14}{'pipeline':>12}{'peer':>12}"]
     lines += [f"  {a:<14}{b:>12}{c:>12}" for a, b, c in rows]
     lines.append(f"  ratio {r['ratio']:.2f}; stages: " + ", ".join(f"{k} {v:.0f}" for k, v in r["stage_s"].items()))
-    lines.append(f"  serving: load {r['serve_load_s']} s, {r['serve_rss_mb']:.0f} MB resident, "
+    lines.append(f"  serving: load {r['serve_load_s']} s, {r['serve_rss_mb']:.0f} MB resident "
+                 f"({r['serve_rss_global_mb']:.0f} MB after a global question, "
+                 f"{r['first_global_s']} s), "
                  f"query p50 {r['query_p50_ms']} ms (p95 {r['query_p95_ms']} ms)")
     lines.append(f"  change {r['change']}: {r['incremental_s']:.1f} s = {r['incremental_share']:.1%} of the full run; "
                  "stages: " + ", ".join(f"{k} {v:.1f}" for k, v in r["incremental_stage_s"].items()))

@@ -234,6 +234,7 @@ def _answer(engine: "Engine", request: AskRequest, question: str,
             on_delta: Callable[[str], None] | None) -> dict[str, Any]:
     """The engine's answer as the API returns it, with its refusals in the API's error shape."""
     from core.store import StoreError
+    from strata.integrity import GenerationDamagedError
 
     if request.metadata_filter and engine.route(question, request.mode).route == "global":
         raise ApiError(422, ["body", "metadata_filter"],
@@ -245,6 +246,8 @@ def _answer(engine: "Engine", request: AskRequest, question: str,
     except StoreError as exc:
         raise ApiError(503, [], f"the graph store is unavailable: {exc}", "store_unavailable",
                        {"Retry-After": "30"}) from exc
+    except GenerationDamagedError as exc:  # its reports, read on first use, were damaged after it loaded
+        raise ApiError(503, [], str(exc), "generation_damaged") from exc
     except ValueError as exc:
         raise ApiError(422, ["body"], str(exc), "value_error") from exc
 

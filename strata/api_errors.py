@@ -106,6 +106,14 @@ def install_error_handlers(app: FastAPI) -> None:
         kind = {404: "not_found", 405: "method_not_allowed", 400: "invalid_body"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, [([], str(exc.detail), kind)], dict(exc.headers or {}))
 
+    from strata.integrity import GenerationDamagedError
+
+    @app.exception_handler(GenerationDamagedError)
+    async def _damaged(_request: Request, exc: GenerationDamagedError) -> Response:
+        # A part of the served generation read on first use (its reports, its graph: the console) was damaged
+        # after the generation loaded; the message names the file and the command that rebuilds it.
+        return error_response(503, [([], str(exc), "generation_damaged")])
+
     @app.exception_handler(Exception)
     async def _bug(_request: Request, exc: Exception) -> Response:
         return error_response(500, [([], f"internal error ({type(exc).__name__}); this is a bug", "internal")])

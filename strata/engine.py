@@ -182,12 +182,12 @@ class Engine:
             with self._lock:  # one router per generation still in use
                 live = {self._current.number, *(r.number for r in self._retired), snap.number}
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
-        decision = router.route(question, has_reports=bool(snap.reports))
+        decision = router.route(question, has_reports=snap.has_reports)
         if mode:
             return forced(mode, decision)
         if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from
             decision = with_graph_seeds(decision, snap.index, question)
-        if (self.mode == "llm" and snap.reports
+        if (self.mode == "llm" and snap.has_reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
             from routing.llm import llm_route
 
@@ -215,7 +215,7 @@ class Engine:
         decision = self.route(question, mode, snap)
         router = self._routers.get(snap.number)
         qv = router.query_vector(question) if router is not None else None
-        if not decision.overridden and snap.reports and decision.confidence < s.route_confidence_threshold:
+        if not decision.overridden and snap.has_reports and decision.confidence < s.route_confidence_threshold:
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
                                      n_sentences=s.answer_sentences, level=s.global_level,
                                      max_reports=s.global_reports, max_points=s.answer_sentences + 2,

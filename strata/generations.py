@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 import zipfile
 from contextlib import contextmanager
@@ -219,25 +220,53 @@ def _link_all_but_reports(current: GenerationPaths, staged: Path) -> None:
 
 @dataclass
 class QuerySnapshot:
-    """One loaded generation: everything a question or a memory query reads."""
+    """One loaded generation: everything a question or a memory query reads. Its community reports, communities
+    and graph are read on first use (a global or unsure question, the console, MCP), so a process that answers
+    memory queries and local questions never holds them; the files were checked when the generation loaded,
+    and are checked again (by their size and time, :func:`strata.integrity.check`) when they are read."""
 
     number: int
     index: ChunkIndex
     lexicon: EntityLexicon
-    reports: list[Report]
-    communities: list[Community]
+    paths: GenerationPaths
     manifest: dict[str, Any] = field(default_factory=dict)
-    root: Path | None = None
+    _reports: list[Report] | None = field(default=None, repr=False)
+    _communities: list[Community] | None = field(default=None, repr=False)
     _graph: GraphSnapshot | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def root(self) -> Path:
+        return self.paths.root
+
+    @property
+    def reports(self) -> list[Report]:
+        return self._part("_reports", "reports.json", reports_from_json)
+
+    @property
+    def has_reports(self) -> bool:
+        """Whether the generation holds community reports (its manifest says how many, without reading them)."""
+        count = self.manifest.get("reports")
+        return count > 0 if isinstance(count, int) else bool(self.reports)
+
+    @property
+    def communities(self) -> list[Community]:
+        return self._part("_communities", "communities.json", communities_from_json)
 
     def graph(self) -> GraphSnapshot:
-        """The entity graph as this generation published it (read on first use; the console needs it, answers
-        do not)."""
-        if self._graph is None:
-            if self.root is None or not (self.root / GRAPH_FILE).exists():
-                raise FileNotFoundError(f"generation {self.number} holds no {GRAPH_FILE} (published by an older version)")
-            self._graph = read_graph(self.root)
-        return self._graph
+        """The entity graph as this generation published it (the console and MCP read it, answers do not)."""
+        if not (self.root / GRAPH_FILE).exists():
+            raise FileNotFoundError(f"generation {self.number} holds no {GRAPH_FILE} (published by an older version)")
+        return self._part("_graph", GRAPH_FILE, graph_from_json)
+
+    def _part(self, attr: str, name: str, parse: Callable[[str], Any]) -> Any:
+        """The file ``name`` parsed, kept in ``attr`` from its first use (one reader at a time)."""
+        with self._lock:
+            value = getattr(self, attr)
+            if value is None:
+                value = _read_part(self.paths, name, parse)
+                setattr(self, attr, value)
+            return value
 
     def close(self) -> None:
         self.index.close()
@@ -254,14 +283,9 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         _check_rows(paths, index)
         with _reading(paths, "entities.json"):
             lexicon = EntityLexicon.load(paths.lexicon_path)
-        with _reading(paths, "reports.json"):
-            reports = reports_from_json(paths.reports_path.read_text(encoding="utf-8"))
-        with _reading(paths, "communities.json"):
-            communities = communities_from_json(paths.communities_path.read_text(encoding="utf-8"))
         with _reading(paths, "manifest.json"):
             manifest = paths.manifest()
-        snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, reports=reports,
-                             communities=communities, manifest=manifest, root=paths.root)
+        snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, paths=paths, manifest=manifest)
         params = walk_params(settings.retrieval)
         with _reading(paths, "index/" + WALK_META):  # the walk as published (parsing no graph)
             walk = load_walk(paths.index_dir, len(index.rows), params)
@@ -284,6 +308,14 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         index.close()
         raise
     return snap
+
+
+def _read_part(paths: GenerationPaths, name: str, parse: Callable[[str], Any]) -> Any:
+    """A file of a loaded generation, read when first needed: checked again (a damaged one raises
+    :class:`strata.integrity.GenerationDamagedError` naming it), then parsed."""
+    integrity.check(paths, prefix=name)
+    with _reading(paths, name):
+        return parse((paths.root / name).read_text(encoding="utf-8"))
 
 
 @contextmanager

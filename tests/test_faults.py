@@ -114,6 +114,35 @@ def test_a_server_keeps_the_previous_generation_when_the_next_is_damaged(ws: Pat
         engine.close()
 
 
+def test_reports_and_communities_are_read_on_first_use_and_checked_then(ws: Path) -> None:
+    """A server answering memory queries and local questions never holds the reports and communities; the first
+    question that needs them reads them, and reports damaged after the generation loaded are refused with 503
+    naming the file (not read as if intact, not a 500)."""
+    from retrieval.contract import MemoryQueryRequest
+
+    engine = Engine(_settings(ws))
+    try:
+        snap = engine.current
+        engine.query(MemoryQueryRequest(query_id="q", search_text="cache ttl"))
+        assert engine.ask("Which service sets max_connections?", mode="local").points
+        assert engine.status()["reports"] == snap.manifest["reports"] > 0
+        assert snap.has_reports and snap._reports is None and snap._communities is None
+        answer = engine.ask("What are the main themes across these notes?", mode="global")
+        assert answer.points and snap._reports is not None and snap._communities is None
+        assert len(snap.reports) == snap.manifest["reports"]
+    finally:
+        engine.close()
+    app = __import__("strata.api", fromlist=["create_app"]).create_app(_settings(ws))
+    with TestClient(app) as client:
+        assert client.post("/v1/memory/query", json={"query_id": "q", "search_text": "cache ttl"}).status_code == 200
+        garble(_file(ws, "reports.json"))  # after the load: the check at load passed
+        r = client.post("/v1/ask", json={"question": "What are the main themes across these notes?",
+                                         "mode": "global"})
+        assert r.status_code == 503 and "reports.json" in r.text and "strata index" in r.text
+        r = client.get("/v1/communities")
+        assert r.status_code == 503 and "reports.json" in r.text
+
+
 @pytest.mark.parametrize("rel", ["index/chunks.jsonl", "reports.json", "entity_signatures.json", "index/vectors.npy"])
 def test_an_index_run_rebuilds_a_damaged_generation(ws: Path, folder: Path, rel: str) -> None:
     before = _digest(ws)
