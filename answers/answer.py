@@ -16,6 +16,7 @@ import numpy as np
 
 from answers.reader import Reader, Reading
 from answers.units import Unit
+from core.text.shorten import shorten
 from retrieval.hits import Hit
 from retrieval.index import ChunkIndex
 from routing.router import RouteDecision
@@ -105,11 +106,6 @@ SECTION = "\u00a7 "  # opens the line that names the section of the points below
 LABEL_MAX = 120  # characters of a heading shown in a section's line
 
 
-def _label(heading: str) -> str:
-    text = " ".join(heading.split())
-    return text if len(text) <= LABEL_MAX else text[:LABEL_MAX - 1].rsplit(" ", 1)[0] + "\u2026"
-
-
 def quoted_text(units: Sequence[Unit]) -> str:
     """The quoted units, each section's under a "§ heading" line of its own (blank lines around it): a sentence
     such as "If this variable is set, ..." names its subject only in the heading above it. A new section starts
@@ -123,7 +119,7 @@ def quoted_text(units: Sequence[Unit]) -> str:
     labelled = False
     for u in units:
         document = u.chunk_id.rsplit("#", 1)[0]
-        heading = "" if u.title else _label(u.heading)
+        heading = "" if u.title else shorten(u.heading, LABEL_MAX)
         if not heading and previous is not None and previous[0] == document:
             heading = previous[1]  # no heading in its chunk: the same document's section goes on
         if (document, heading) != previous and (heading or labelled):

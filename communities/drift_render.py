@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from communities.drift import DriftEntry, DriftReport
+from core.text.shorten import shorten
 
 STATUSES = ("stale", "drifting", "fallback", "fresh")  # most urgent first
 COLORS = {"stale": "#c0392b", "drifting": "#e67e22", "fallback": "#8e44ad", "fresh": "#27ae60"}
@@ -123,10 +124,6 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 LABEL_CHARS = 44  # characters of a bar's label: at 12px, about 7px each, within the 330px left of the bars
 TABLE_PAGE = 50  # rows of the reports table per page
 
@@ -171,7 +168,7 @@ def _bars(report: DriftReport, limit: int = 40) -> str:
     for i, e in enumerate(entries):
         y = top + i * row
         w = max(1.5, plot_w * e.score)
-        label = _short(f"L{e.level} · {e.title}", LABEL_CHARS)  # (the whole label fits left of the bars)
+        label = shorten(f"L{e.level} · {e.title}", LABEL_CHARS)  # (the whole label fits left of the bars)
         parts.append(f'<text x="{label_w - 8}" y="{y + 14}" font-size="12" text-anchor="end">{_esc(label)}'
                      f'<title>{_esc(e.title)} ({e.community_id})</title></text>')
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{w:.1f}" height="{row - 6}" fill="{COLORS.get(e.status, "#888")}">'

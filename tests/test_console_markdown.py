@@ -85,7 +85,7 @@ def test_an_answer_keeps_each_cited_point_apart_and_its_fences_closed() -> None:
 
 
 def test_a_preview_reads_as_rendered_text() -> None:
-    assert plain_text(DOC, 60) == "Deploy runbook Roll out with deployctl apply --canary 10 be…"
+    assert plain_text(DOC, 60) == "Deploy runbook Roll out with deployctl apply --canary 10…"  # at a word's end
 
 
 def _view(n_small: int) -> ConsoleView:

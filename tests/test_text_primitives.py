@@ -61,3 +61,15 @@ def test_scripts() -> None:
 def test_a_lone_capital_is_no_name() -> None:
     assert shapes.names("How do I turn off the telemetry?") == ()
     assert shapes.names("We ask Plan B of Warsaw.") == ("Plan B", "Warsaw")
+
+
+def test_a_text_shortened_for_display_ends_at_a_word_or_a_character_within_its_limit() -> None:
+    from core.text.shorten import shorten
+
+    assert shorten("L2 · Grafana  dashboards\n and alerts", 80) == "L2 · Grafana dashboards and alerts"  # one line
+    assert shorten("Roll out with deployctl apply --canary 10 before the window", 30) == "Roll out with deployctl…"
+    assert shorten("a " + "x" * 50, 20) == "a " + "x" * 17 + "…"  # no word's end in the cut's second half
+    long_zh = "香港大学位于香港岛西部，是香港历史最悠久的大学。" * 3
+    assert shorten(long_zh, 20) == long_zh[:19] + "…"
+    for text in ("Roll out with deployctl apply --canary 10 before the window", "a " + "x" * 50, long_zh):
+        assert len(shorten(text, 20)) <= 20

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 
 from markdown_it import MarkdownIt
 
+from core.text.shorten import shorten
+
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"  # private-use characters: in no real text (replaced if they are)
 _ENCODED = {"%EE%80%80": MARK_OPEN, "%EE%80%81": MARK_CLOSE}  # as they appear inside a link's percent-encoded href
 _TAG_OR_TEXT = re.compile(r"(<[^>]*>)")
@@ -129,8 +131,7 @@ def _apply_marks(html: str) -> str:
 def plain_text(text: str, limit: int = 300) -> str:
     """The text as it reads once rendered, on one line (Markdown syntax gone), cut at ``limit`` characters: a
     preview for a table cell."""
-    flat = " ".join(unescape(_TAG_OR_TEXT.sub(" ", _renderer().render(text[: limit * 4]))).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return shorten(unescape(_TAG_OR_TEXT.sub(" ", _renderer().render(text[: limit * 4]))), limit)
 
 
 def answer_markdown(text: str) -> str:
