@@ -517,8 +517,8 @@ def fit_to_index(walk: GraphWalk, index: Any) -> GraphWalk:
 
 # -- the walk's files ----------------------------------------------------------------------------------------
 # A generation holds its walk built (``index/walk.npz``: the transition matrix and the entities' chunk counts;
-# ``index/walk.json``: the entities, their keys and the walk's lexicon), so loading it parses no graph and
-# normalizes no name (bench.pipeline: the load's time and resident memory).
+# ``index/walk.json``: the entities and their keys), so loading it parses no graph and normalizes no name
+# (bench.pipeline: the load's time and resident memory).
 WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 1
 
 
@@ -529,14 +529,16 @@ def save_walk(walk: GraphWalk, folder: Path) -> None:
     meta = {"format": WALK_FORMAT, "relation_weight": walk.params.relation_weight,
             "synonym_weight": walk.params.synonym_weight, "rows": walk.n_rows, "max_words": walk.max_words,
             "ids": walk.entity_ids, "names": walk.names, "types": walk.types, "keys": walk.keys,
-            "counts": walk.counts, "lexicon": walk.lexicon.to_json()}
+            "counts": walk.counts}
     (folder / WALK_META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
 
-def load_walk(folder: Path, n_rows: int, params: WalkParams) -> GraphWalk | None:
+def load_walk(folder: Path, n_rows: int, params: WalkParams, lexicon: EntityLexicon) -> GraphWalk | None:
     """The walk :func:`save_walk` wrote in ``folder``, or None when there is none (an older generation's) or it
-    was built with other edge weights than ``params``' (it is then built from the graph). Raises ValueError when
-    its files do not fit together or not the index's ``n_rows`` rows."""
+    was built with other edge weights than ``params``' (it is then built from the graph). ``lexicon``: the
+    generation's (:func:`retrieval.lexicon.lexicon_for`: the same names, base forms and chunk counts as the one
+    :meth:`GraphWalk.build` makes, since every chunk the graph cites is indexed), so that it is held once.
+    Raises ValueError when its files do not fit together or not the index's ``n_rows`` rows."""
     meta_path = folder / WALK_META
     if not meta_path.exists() or not (folder / WALK_ARRAYS).exists():
         return None
@@ -554,7 +556,6 @@ def load_walk(folder: Path, n_rows: int, params: WalkParams) -> GraphWalk | None
     if len(names) != n_e or len(types) != n_e or len(df) != n_e or len(indptr) != n + 1:
         raise ValueError(f"{WALK_ARRAYS} and {WALK_META} describe different entities or rows")
     out_edges = sparse.csr_matrix((data, indices, indptr), shape=(n, n))
-    lexicon = EntityLexicon.from_json(meta["lexicon"])
     walk = GraphWalk(ids, names, df, meta["keys"], out_edges, n_rows, lexicon, params, meta["counts"],
                      lambda _: False, max_words=int(meta["max_words"]))
     walk.types = list(types)

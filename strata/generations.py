@@ -288,7 +288,7 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, paths=paths, manifest=manifest)
         params = walk_params(settings.retrieval)
         with _reading(paths, "index/" + WALK_META):  # the walk as published (parsing no graph)
-            walk = load_walk(paths.index_dir, len(index.rows), params)
+            walk = load_walk(paths.index_dir, len(index.rows), params, lexicon)
         if walk is not None:
             index.graph_walk = fit_to_index(walk, index)
         elif (paths.root / GRAPH_FILE).exists():  # an older generation's: its walk is built from its graph

@@ -104,11 +104,13 @@ def test_a_walk_of_other_rows_or_other_edge_weights_is_not_served(settings: Stra
     current = _published(settings, tmp_path)
     params = walk_params(settings.retrieval)
     rows = json.loads((current.index_dir / WALK_META).read_text())["rows"]
-    assert load_walk(current.index_dir, rows, params) is not None
+    lexicon = EntityLexicon.load(current.lexicon_path)
+    assert load_walk(current.index_dir, rows, params, lexicon) is not None
     with pytest.raises(ValueError, match=f"{WALK_META} is for {rows} chunk rows, the index holds {rows + 1}"):
-        load_walk(current.index_dir, rows + 1, params)
+        load_walk(current.index_dir, rows + 1, params, lexicon)
     # Built with another relation weight: None, and the loader builds it from the graph instead.
-    assert load_walk(current.index_dir, rows, replace(params, relation_weight=params.relation_weight * 2)) is None
+    assert load_walk(current.index_dir, rows, replace(params, relation_weight=params.relation_weight * 2),
+                     lexicon) is None
 
 
 def test_a_lexicon_saved_with_its_keys_reads_as_one_keyed_again(tmp_path: Path) -> None:
