@@ -121,15 +121,19 @@ class VectorIndex:
 
     @classmethod
     def load(cls, folder: Path, dim: int, hnsw_threshold: int = 50_000) -> "VectorIndex":
+        """The vectors saved in ``folder``. With their HNSW graph (above ``hnsw_threshold`` rows) the matrix is
+        memory-mapped: the graph answers, and only a filtered search that keeps few rows reads some of them (an
+        append or a compaction makes a new array, so the file is never written through the map)."""
         idx = cls(dim, hnsw_threshold)
-        idx.matrix = np.load(folder / "vectors.npy", allow_pickle=False)
+        matrix = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
         path = folder / "hnsw.bin"
-        if path.exists() and idx.matrix.shape[0] >= hnsw_threshold:
+        if path.exists() and matrix.shape[0] >= hnsw_threshold:
             import hnswlib
 
             ann = hnswlib.Index(space="ip", dim=dim)
-            ann.load_index(str(path), max_elements=int(idx.matrix.shape[0] * 1.25) + 1)
-            if ann.get_current_count() == idx.matrix.shape[0]:
+            ann.load_index(str(path), max_elements=int(matrix.shape[0] * 1.25) + 1)
+            if ann.get_current_count() == matrix.shape[0]:
                 ann.set_ef(idx.ef_search)
-                idx._hnsw, idx._hnsw_rows = ann, idx.matrix.shape[0]
+                idx._hnsw, idx._hnsw_rows = ann, matrix.shape[0]
+        idx.matrix = matrix if idx._hnsw is not None else np.array(matrix)
         return idx

@@ -119,3 +119,29 @@ def test_hnsw_above_threshold_answers_filtered_queries_completely(monkeypatch: p
     small = np.zeros(3000, bool)
     small[[5, 6, 7]] = True  # few rows: answered exactly
     assert sorted(r for r, _ in idx.top(q, 10, small)) == [5, 6, 7]
+
+
+def test_vectors_with_their_hnsw_graph_load_memory_mapped_and_answer_alike(tmp_path: Path) -> None:
+    """Above the threshold the loaded matrix stays on disk (the graph answers); below it, it is read into memory.
+    Either way the answers are those before the save, and rows appended after the load go to a new array."""
+    from retrieval.vectors import VectorIndex
+
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(1500, 32)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    idx = VectorIndex(32, hnsw_threshold=1000)
+    idx.add(data)
+    idx.build_ann()
+    idx.save(tmp_path)
+    mask = np.zeros(1500, bool)
+    mask[:40] = True  # few rows: searched exactly, through the map
+    loaded = VectorIndex.load(tmp_path, 32, hnsw_threshold=1000)
+    assert isinstance(loaded.matrix, np.memmap) and loaded._hnsw is not None
+    for q in data[:5]:
+        assert loaded.top(q, 10) == idx.top(q, 10)
+        assert loaded.top(q, 5, mask) == idx.top(q, 5, mask)
+    loaded.add(data[:3])
+    assert not isinstance(loaded.matrix, np.memmap) and loaded.matrix.shape == (1503, 32)
+    small = VectorIndex.load(tmp_path, 32, hnsw_threshold=10**6)  # below it: exact, in memory
+    assert not isinstance(small.matrix, np.memmap) and small._hnsw is None
+    assert [r for r, _ in small.top(data[7], 3)][0] == 7
