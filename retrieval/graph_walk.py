@@ -17,7 +17,8 @@ with the question. The walk finds it the way HippoRAG 2 does:
   the other lists' top passages instead;
 - **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
 
-The transition matrix is built once when a generation is loaded (:meth:`GraphWalk.build`); a query spreads mass
+The transition matrix is built once when a generation is published (:meth:`GraphWalk.build`) and saved with it
+(:func:`save_walk`); a query spreads mass
 only from the nodes holding it (:func:`retrieval.pagerank.pagerank_sparse`) and finds its vector-linked entities by one
 product, or by an HNSW graph for many entities (:meth:`GraphWalk.nearest`), so it needs no store and
 hot-reloads with the generation.
@@ -41,7 +42,7 @@ from core.text.lemma import forms
 from core.text.keys import PROSE_NAME_TYPES, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
-from retrieval.lexicon import EntityLexicon, KnownEntity, polish_bases, polish_chunks
+from retrieval.lexicon import EntityLexicon, KnownEntity, keys_made_with, polish_bases, polish_chunks
 from retrieval.pagerank import pagerank_sparse
 
 @dataclass(frozen=True, slots=True)
@@ -522,40 +523,58 @@ def fit_to_index(walk: GraphWalk, index: Any) -> GraphWalk:
 WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 1
 
 
-def save_walk(walk: GraphWalk, folder: Path) -> None:
-    """Write ``walk`` (as :meth:`GraphWalk.build` made it) into ``folder``, a generation's index folder."""
+def save_walk(walk: GraphWalk, folder: Path, lexicon: EntityLexicon) -> None:
+    """Write ``walk`` (as :meth:`GraphWalk.build` made it) into ``folder``, a generation's index folder.
+    ``lexicon``: the generation's (saved beside it), which the loaded walk links names with; the walk's own is
+    saved too only where it differs (an entity the graph cites in a chunk the index does not hold)."""
     m = walk.out_edges
     np.savez(folder / WALK_ARRAYS, indptr=m.indptr, indices=m.indices, data=m.data, df=walk.df)
-    meta = {"format": WALK_FORMAT, "relation_weight": walk.params.relation_weight,
+    meta = {"format": WALK_FORMAT, "keys_made_with": keys_made_with(), "relation_weight": walk.params.relation_weight,
             "synonym_weight": walk.params.synonym_weight, "rows": walk.n_rows, "max_words": walk.max_words,
             "ids": walk.entity_ids, "names": walk.names, "types": walk.types, "keys": walk.keys,
             "counts": walk.counts}
+    if walk.lexicon.by_key != lexicon.by_key or walk.lexicon.max_words != lexicon.max_words:
+        meta["lexicon"] = walk.lexicon.to_json()
     (folder / WALK_META).write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
 
 
-def load_walk(folder: Path, n_rows: int, params: WalkParams, lexicon: EntityLexicon) -> GraphWalk | None:
-    """The walk :func:`save_walk` wrote in ``folder``, or None when there is none (an older generation's) or it
-    was built with other edge weights than ``params``' (it is then built from the graph). ``lexicon``: the
-    generation's (:func:`retrieval.lexicon.lexicon_for`: the same names, base forms and chunk counts as the one
-    :meth:`GraphWalk.build` makes, since every chunk the graph cites is indexed), so that it is held once.
-    Raises ValueError when its files do not fit together or not the index's ``n_rows`` rows."""
+def walk_meta(folder: Path, n_rows: int, params: WalkParams) -> dict[str, Any] | None:
+    """The walk's ``walk.json`` in ``folder`` (see :func:`load_walk`), or None when there is none (an older
+    generation's), or the walk was built with other edge weights than ``params``' or its name keys were made
+    otherwise (:func:`retrieval.lexicon.keys_made_with`): it is then built from the graph. Raises ValueError when
+    it does not list its entities evenly or is for another number of rows than the index's ``n_rows``."""
     meta_path = folder / WALK_META
     if not meta_path.exists() or not (folder / WALK_ARRAYS).exists():
         return None
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    if (meta.get("format") != WALK_FORMAT or meta.get("relation_weight") != params.relation_weight
+    if (meta.get("format") != WALK_FORMAT or meta.get("keys_made_with") != keys_made_with()
+            or meta.get("relation_weight") != params.relation_weight
             or meta.get("synonym_weight") != params.synonym_weight):
         return None
-    ids, names, types = meta["ids"], meta["names"], meta["types"]
-    n_e = len(ids)
+    n_e = len(meta["ids"])
     if meta["rows"] != n_rows:
         raise ValueError(f"{WALK_META} is for {meta['rows']} chunk rows, the index holds {n_rows}")
+    if (len(meta["names"]) != n_e or len(meta["types"]) != n_e
+            or any(p < 0 or p >= n_e for ps in meta["keys"].values() for p in ps)):
+        raise ValueError(f"{WALK_META} lists its entities' names, types and keys unevenly")
+    return meta
+
+
+def load_walk(folder: Path, meta: dict[str, Any], params: WalkParams, lexicon: EntityLexicon) -> GraphWalk:
+    """The walk :func:`save_walk` wrote in ``folder``, described by ``meta`` (:func:`walk_meta`). ``lexicon``:
+    the generation's, which it links names with unless it saved its own. Raises ValueError when ``walk.npz``
+    does not describe the entities and rows ``meta`` lists."""
+    ids, names, types, n_rows = meta["ids"], meta["names"], meta["types"], meta["rows"]
+    n_e = len(ids)
     with np.load(folder / WALK_ARRAYS, allow_pickle=False) as z:
         indptr, indices, data, df = z["indptr"], z["indices"], z["data"], z["df"]
     n = n_e + n_rows
-    if len(names) != n_e or len(types) != n_e or len(df) != n_e or len(indptr) != n + 1:
-        raise ValueError(f"{WALK_ARRAYS} and {WALK_META} describe different entities or rows")
+    if (len(df) != n_e or len(indptr) != n + 1 or len(indices) != len(data) or indptr[-1] != len(indices)
+            or (len(indices) and (indices.min() < 0 or indices.max() >= n))):
+        raise ValueError(f"{WALK_ARRAYS} does not describe the {n_e} entities and {n_rows} rows of {WALK_META}")
     out_edges = sparse.csr_matrix((data, indices, indptr), shape=(n, n))
+    if "lexicon" in meta:
+        lexicon = EntityLexicon.from_json(meta["lexicon"])
     walk = GraphWalk(ids, names, df, meta["keys"], out_edges, n_rows, lexicon, params, meta["counts"],
                      lambda _: False, max_words=int(meta["max_words"]))
     walk.types = list(types)

@@ -60,7 +60,7 @@ class ChunkIndex:
         self._pool: ThreadPoolExecutor | None = None
         self._columns: ColumnIndex | None = None
         self._languages: tuple[tuple[int, int], Counter[str]] | None = None  # ((rows, live rows), counts)
-        self.graph_walk: Any = None  # a retrieval.graph_walk.GraphWalk over these rows, set when a generation loads
+        self.graph_walk: Any = None  # a retrieval.graph_walk.GraphWalk over these rows, set when a generation is loaded
 
     @property
     def dense_name(self) -> str:

@@ -75,6 +75,23 @@ def long_enough(key: str) -> bool:
     return len(key) >= 3 or word_count(key) >= 2
 
 
+# What saved keys were made with: a lexicon or walk saved under another reads its names again. Raise KEYS_VERSION
+# when normalize_name, walk_key, spans.closed or polish_name change what they give; the Unicode data and the
+# Polish dictionary are named here (a Python or simplemma upgrade).
+KEYS_VERSION = 1
+
+
+def keys_made_with() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    import unicodedata
+
+    try:
+        lemmas = version("simplemma")
+    except PackageNotFoundError:
+        lemmas = "none"
+    return f"keys {KEYS_VERSION}, unicode {unicodedata.unidata_version}, simplemma {lemmas}"
+
+
 def _key(name: str, kind: str) -> str:
     """A name's key in the lexicon: :func:`normalize_name`, CJK characters closed up (:func:`spans.closed`)."""
     return spans.closed(normalize_name(name, kind))
@@ -126,22 +143,22 @@ class EntityLexicon:
     def to_json(self) -> dict[str, Any]:
         """The lexicon with its keys, so that loading it normalizes no name again."""
         number = {id(e): i for i, e in enumerate(self.entities)}
-        return {"total_chunks": self.total_chunks, "max_words": self.max_words,
+        return {"total_chunks": self.total_chunks, "max_words": self.max_words, "keys_made_with": keys_made_with(),
                 "entities": [[e.name, e.type, e.chunks] + ([e.base] if e.base else []) for e in self.entities],
                 "keys": {k: number[id(e)] for k, e in self.by_key.items()}}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "EntityLexicon":
-        """The lexicon :meth:`to_json` wrote; one written without its keys (an older generation's) is keyed again.
-        Raises ValueError when its parts do not fit together."""
+        """The lexicon :meth:`to_json` wrote; one written without its keys (an older generation's) or with keys
+        made otherwise (:func:`keys_made_with`) is keyed again. Raises ValueError when its parts do not fit
+        together."""
         entities = [KnownEntity(*row) for row in data["entities"]]
-        if "keys" not in data:
+        if "keys" not in data or data.get("keys_made_with") != keys_made_with():
             return cls(entities, data["total_chunks"])
         lexicon = cls([], data["total_chunks"])
-        try:
-            lexicon.by_key = {k: entities[i] for k, i in data["keys"].items()}
-        except (IndexError, TypeError) as exc:
-            raise ValueError(f"a lexicon key names no entity ({exc})") from exc
+        if any(not isinstance(i, int) or not 0 <= i < len(entities) for i in data["keys"].values()):
+            raise ValueError(f"a lexicon key names no entity of the {len(entities)}")
+        lexicon.by_key = {k: entities[i] for k, i in data["keys"].items()}
         lexicon.max_words = int(data["max_words"])
         lexicon.entities = list({id(e): e for e in lexicon.by_key.values()}.values())
         lexicon.bases = {e.name: e.base for e in lexicon.entities if e.base}

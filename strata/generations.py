@@ -28,9 +28,9 @@ from core.store.codec import report_from_row, report_row
 from retrieval import entity_vectors
 from retrieval.index import ChunkIndex
 from retrieval.index_files import signature
-from retrieval.graph_walk import (WALK_FORMAT, WALK_META, GraphWalk, fit_to_index, load_walk, save_walk, walk_for_index,
-                                  walk_params)
-from retrieval.lexicon import EntityLexicon, lexicon_for
+from retrieval.graph_walk import (WALK_ARRAYS, WALK_FORMAT, WALK_META, GraphWalk, fit_to_index, load_walk, save_walk,
+                                  walk_for_index, walk_meta, walk_params)
+from retrieval.lexicon import EntityLexicon, keys_made_with, lexicon_for
 from strata import integrity
 from strata.workspace import GenerationPaths, Workspace
 
@@ -82,7 +82,7 @@ def base_digest(index: ChunkIndex, snapshot: GraphSnapshot, communities: Sequenc
              communities_to_json(communities)]
     if index.embeds_entities:  # a generation without entity vectors (an older version's) is republished
         parts += [entity_vectors.RECIPE, entity_vectors.SELECTION]
-    parts.append(f"walk {WALK_FORMAT}")  # and one without its walk built, or of another format
+    parts.append(f"walk {WALK_FORMAT}, {keys_made_with()}")  # and one without its walk built, or built otherwise
     return stable_hash(*parts, size=16)
 
 
@@ -152,7 +152,7 @@ def write_generation(ws: Workspace, index: ChunkIndex, snapshot: GraphSnapshot, 
         lexicon.save(staged / "entities.json")
         # The walk as loading this generation would build it (over the saved, compacted rows), built once here.
         save_walk(GraphWalk.build(snapshot, index.by_id, len(index.rows), walk_params(index.settings),
-                                  bases=lexicon.bases), staged / "index")
+                                  bases=lexicon.bases), staged / "index", lexicon)
         (staged / "entity_signatures.json").write_text(json.dumps(entity_signatures(snapshot)), encoding="utf-8")
         (staged / "communities.json").write_text(communities_to_json(communities), encoding="utf-8")
         (staged / "reports.json").write_text(reports_to_json(reports), encoding="utf-8")
@@ -233,7 +233,9 @@ class QuerySnapshot:
     _reports: list[Report] | None = field(default=None, repr=False)
     _communities: list[Community] | None = field(default=None, repr=False)
     _graph: GraphSnapshot | None = field(default=None, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # one lock per part: the first read of the graph (the console) does not hold up a global question's reports
+    _locks: dict[str, threading.Lock] = field(
+        default_factory=lambda: {a: threading.Lock() for a in ("_reports", "_communities", "_graph")}, repr=False)
 
     @property
     def root(self) -> Path:
@@ -260,8 +262,8 @@ class QuerySnapshot:
         return self._part("_graph", GRAPH_FILE, graph_from_json)
 
     def _part(self, attr: str, name: str, parse: Callable[[str], Any]) -> Any:
-        """The file ``name`` parsed, kept in ``attr`` from its first use (one reader at a time)."""
-        with self._lock:
+        """The file ``name`` parsed, kept in ``attr`` from its first use (one reader of it at a time)."""
+        with self._locks[attr]:
             value = getattr(self, attr)
             if value is None:
                 value = _read_part(self.paths, name, parse)
@@ -288,9 +290,10 @@ def load_generation(paths: GenerationPaths, settings: StrataSettings) -> QuerySn
         snap = QuerySnapshot(number=paths.number, index=index, lexicon=lexicon, paths=paths, manifest=manifest)
         params = walk_params(settings.retrieval)
         with _reading(paths, "index/" + WALK_META):  # the walk as published (parsing no graph)
-            walk = load_walk(paths.index_dir, len(index.rows), params, lexicon)
-        if walk is not None:
-            index.graph_walk = fit_to_index(walk, index)
+            meta = walk_meta(paths.index_dir, len(index.rows), params)
+        if meta is not None:
+            with _reading(paths, "index/" + WALK_ARRAYS):
+                index.graph_walk = fit_to_index(load_walk(paths.index_dir, meta, params, lexicon), index)
         elif (paths.root / GRAPH_FILE).exists():  # an older generation's: its walk is built from its graph
             with _reading(paths, GRAPH_FILE):
                 # Read for the walk and let go: only the console and MCP read the graph itself (snap.graph()

@@ -39,6 +39,7 @@ from pydantic import BaseModel
 from core.settings import StrataSettings
 from retrieval.contract import MemoryQueryRequest
 from strata.api_errors import ApiError
+from strata.integrity import GenerationDamagedError
 from strata.api_guard import GuardMiddleware
 from strata.workers import EngineHolder, WorkLimiter
 from strata.mcp_tools import (AskArgs, ChunkArgs, MemoryTools, RememberArgs, RouteArgs, ToolFailure, ToolSpec,
@@ -107,7 +108,7 @@ class StrataMCP:
             return _error(f"unknown tool {params.name!r}; the tools are: {', '.join(self.specs)}")
         try:
             data = await self._run(parse_args(spec, params.arguments), ctx)
-        except ToolFailure as exc:
+        except (ToolFailure, GenerationDamagedError) as exc:  # (the latter names the file and how to rebuild it)
             return _error(str(exc))
         except ApiError as exc:  # busy (server.max_concurrent_requests) or timed out (server.request_timeout_s)
             return _error(exc.msg)
@@ -177,8 +178,11 @@ class StrataMCP:
             else:
                 raise ToolFailure(f"unknown resource {uri!r}; the resources are {COMMUNITIES_URI}, "
                                   f"{COMMUNITY_TEMPLATE} and {DRIFT_URI}")
-        except (ToolFailure, KeyError, ApiError) as exc:
-            message = exc.msg if isinstance(exc, ApiError) else exc.args[0] if exc.args else str(exc)
+        except (ToolFailure, KeyError, ApiError, GenerationDamagedError) as exc:
+            # (a generation's reports or graph, read on first use, damaged after it loaded: the message names the
+            # file and the command that rebuilds it)
+            message = (exc.msg if isinstance(exc, ApiError) else str(exc) if isinstance(exc, GenerationDamagedError)
+                       else exc.args[0] if exc.args else str(exc))
             raise MCPError(code=types.INVALID_PARAMS, message=message, data={"uri": uri}) from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime)])
 

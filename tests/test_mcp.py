@@ -243,6 +243,27 @@ def test_bad_arguments_are_tool_errors_and_the_session_goes_on(workspace: Strata
     anyio.run(body)
 
 
+def test_reports_damaged_after_the_load_are_refused_naming_the_file(tmp_path: Path) -> None:
+    """Reports are read on first use (strata.generations.QuerySnapshot): damaged after the generation loaded, a
+    resource or tool that needs them says which file and how to rebuild it, and search goes on."""
+    from bench.faults import garble
+    from strata.workspace import Workspace
+
+    settings = make_workspace(tmp_path)
+
+    async def body() -> None:
+        async with stdio(settings) as c:
+            assert data(await c.call_tool("search_memory", {"query_id": "a", "search_text": "zq01x"}))["results"]
+            garble(Workspace(settings.data_dir).current().root / "reports.json")
+            with pytest.raises(MCPError, match=r"generation 1 is damaged: reports.json .*strata index"):
+                await c.read_resource("strata://communities")
+            text = error_text(await c.call_tool("ask", {"question": "What are the main themes?", "mode": "global"}))
+            assert "reports.json" in text and "strata index" in text and "this is a bug" not in text
+            assert data(await c.call_tool("search_memory", {"query_id": "b", "search_text": "zq01x"}))["results"]
+
+    anyio.run(body)
+
+
 # -- over streamable HTTP -----------------------------------------------------------------------------------------
 def test_http_keys_and_a_reindex_picked_up_in_an_open_session(tmp_path: Path) -> None:
     settings = make_workspace(tmp_path)

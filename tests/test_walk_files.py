@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from core.settings import StrataSettings
-from retrieval.graph_walk import WALK_ARRAYS, WALK_META, GraphWalk, load_walk, walk_for_index, walk_params
+from retrieval.graph_walk import (WALK_ARRAYS, WALK_META, GraphWalk, load_walk, save_walk, walk_for_index,
+                                  walk_meta, walk_params)
 from retrieval.lexicon import EntityLexicon, KnownEntity
 from tests.test_graph_walk import CORPUS, QUESTION, write_corpus
 
@@ -65,6 +66,7 @@ def test_the_published_walk_is_the_one_its_graph_builds(settings: StrataSettings
     engine = Engine(settings)
     try:
         index = engine.index
+        assert index.graph_walk.lexicon is engine.lexicon  # loaded from the files (built, it has a lexicon of its own)
         built = walk_for_index(read_graph(current.root), index, walk_params(settings.retrieval),
                                engine.lexicon.bases)
         _same_walk(index.graph_walk, built)
@@ -92,25 +94,56 @@ def test_a_generation_without_the_walk_files_builds_it_from_its_graph(settings: 
     current.manifest_path.write_text(json.dumps(manifest))
     engine = Engine(settings)
     try:
+        assert engine.index.graph_walk.lexicon is not engine.lexicon  # built from graph.json
         _same_walk(engine.index.graph_walk, stored)
         assert [h.chunk_id for h in engine.index.search(QUESTION, 3, graph_weight=1.0)] == hits
     finally:
         engine.close()
 
 
-def test_a_walk_of_other_rows_or_other_edge_weights_is_not_served(settings: StrataSettings, tmp_path: Path) -> None:
+def test_a_walk_of_other_rows_edge_weights_or_name_keys_is_not_served(settings: StrataSettings, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from dataclasses import replace
+
+    from retrieval import lexicon as lexicon_module
+    from strata.engine import Engine
+    from strata.generations import read_graph
 
     current = _published(settings, tmp_path)
     params = walk_params(settings.retrieval)
     rows = json.loads((current.index_dir / WALK_META).read_text())["rows"]
     lexicon = EntityLexicon.load(current.lexicon_path)
-    assert load_walk(current.index_dir, rows, params, lexicon) is not None
+    meta = walk_meta(current.index_dir, rows, params)
+    assert meta is not None and "lexicon" not in meta  # it links with the generation's: they agree here
+    assert load_walk(current.index_dir, meta, params, lexicon).lexicon is lexicon
     with pytest.raises(ValueError, match=f"{WALK_META} is for {rows} chunk rows, the index holds {rows + 1}"):
-        load_walk(current.index_dir, rows + 1, params, lexicon)
+        walk_meta(current.index_dir, rows + 1, params)
     # Built with another relation weight: None, and the loader builds it from the graph instead.
-    assert load_walk(current.index_dir, rows, replace(params, relation_weight=params.relation_weight * 2),
-                     lexicon) is None
+    assert walk_meta(current.index_dir, rows, replace(params, relation_weight=params.relation_weight * 2)) is None
+    # Keys made by other code (another KEYS_VERSION, Unicode data or Polish dictionary): the names are read again.
+    monkeypatch.setattr(lexicon_module, "KEYS_VERSION", lexicon_module.KEYS_VERSION + 1)
+    assert walk_meta(current.index_dir, rows, params) is None
+    again = EntityLexicon.load(current.lexicon_path)
+    assert again.by_key == lexicon.by_key  # keyed again by the code that runs (the same here)
+    engine = Engine(settings)
+    try:
+        assert engine.index.graph_walk.lexicon is not engine.lexicon  # built from graph.json
+    finally:
+        engine.close()
+    # A walk whose own lexicon differs from the generation's saves it and links with it.
+    graph = read_graph(current.root)
+    engine = Engine(settings)
+    try:
+        walk = walk_for_index(graph, engine.index, params, engine.lexicon.bases)
+    finally:
+        engine.close()
+    other = tmp_path / "other"
+    other.mkdir()
+    smaller = EntityLexicon(lexicon.entities[:2], lexicon.total_chunks)
+    save_walk(walk, other, smaller)
+    meta = walk_meta(other, rows, params)
+    assert meta is not None and "lexicon" in meta
+    assert load_walk(other, meta, params, smaller).lexicon.by_key == walk.lexicon.by_key
 
 
 def test_a_lexicon_saved_with_its_keys_reads_as_one_keyed_again(tmp_path: Path) -> None:
