@@ -16,6 +16,7 @@ import numpy as np
 
 from answers.reader import Reader, Reading
 from answers.units import Unit
+from core.records import document_of
 from core.text.shorten import shorten
 from retrieval.hits import Hit
 from retrieval.index import ChunkIndex
@@ -118,7 +119,7 @@ def quoted_text(units: Sequence[Unit]) -> str:
     previous: tuple[str, str] | None = None
     labelled = False
     for u in units:
-        document = u.chunk_id.rsplit("#", 1)[0]
+        document = document_of(u.chunk_id)
         heading = "" if u.title else shorten(u.heading, LABEL_MAX)
         if not heading and previous is not None and previous[0] == document:
             heading = previous[1]  # no heading in its chunk: the same document's section goes on
