@@ -154,7 +154,7 @@ def read_hits(question: str, index: ChunkIndex, top_k: int, n_units: int, metada
     if not outcome.hits:
         return outcome.hits, None
     return outcome.hits, (reader or default_reader()).read(question, outcome.hits, index, n_units, lexicon,
-                                                            hops=outcome.hops)
+                                                            hops=outcome.hops, metadata_filter=metadata_filter)
 
 
 def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: int, n_sentences: int,

@@ -162,19 +162,21 @@ def _titles(index: Any) -> dict[str, list[tuple[frozenset[str], int]]]:
     return cached[1]
 
 
-def named_pages(index: Any, question_terms: Sequence[str], limit: int = 2) -> list[_Page]:
+def named_pages(index: Any, question_terms: Sequence[str], limit: int = 2,
+                metadata_filter: dict[str, Any] | None = None) -> list[_Page]:
     """The opening passages of the documents whose whole title the question names (every term of the title is
     one of the question's), most specific title first (the most terms): "What is package-lock.json for?" names
-    the page titled package-lock.json; a comparison names both sides' pages."""
+    the page titled package-lock.json; a comparison names both sides' pages. Only live pages the metadata
+    filter allows are named, as only those are searched."""
     if not getattr(index, "rows", None):
         return []
     by_term = _titles(index)
     asked = set(question_terms)
-    alive = getattr(index.bm25, "alive", None)
+    allowed = index.allowed(metadata_filter)
     found: dict[int, int] = {}
     for t in asked:
         for terms, row in by_term.get(t, ()):
-            if terms <= asked and (alive is None or (row < len(alive) and alive[row])):
+            if terms <= asked and row < len(allowed) and allowed[row]:
                 found[row] = max(found.get(row, 0), len(terms))
     rows = sorted(found, key=lambda r: (-found[r], r))[:limit]
     return [_Page(index.rows[r].chunk_id, index.rows[r].text) for r in rows]
@@ -199,10 +201,12 @@ class Reader:
         vector = vector if vector is not None else self.question_vector(text)
         return read_question(text, corpus, vector, self.weights.kinds.probabilities(vector))
 
-    def candidates(self, q: Question, hits: Sequence[Any], index: Any, hops: Sequence[Any] = ()) -> Pool:
+    def candidates(self, q: Question, hits: Sequence[Any], index: Any, hops: Sequence[Any] = (),
+                   metadata_filter: dict[str, Any] | None = None) -> Pool:
         """The candidate units of ``hits`` (``hops``: the search's second hops by title, (moved, named by,
-        title) triples, :attr:`retrieval.hits.SearchOutcome.hops`)."""
-        pool = build_pool(hits, named_pages(index, q.terms), hops)
+        title) triples, :attr:`retrieval.hits.SearchOutcome.hops`; ``metadata_filter``: the search's, which
+        the pages named by title obey too)."""
+        pool = build_pool(hits, named_pages(index, q.terms, metadata_filter=metadata_filter), hops)
         if len(pool.candidates) > MAX_EMBEDDED:
             pool = _bounded(pool, q, IndexCorpus(index))
         return pool
@@ -216,10 +220,11 @@ class Reader:
 
 
     def read(self, question: str, hits: Sequence[Any], index: Any, n: int, lexicon: Any = None,
-             vector: np.ndarray | None = None, hops: Sequence[Any] = ()) -> Reading:
+             vector: np.ndarray | None = None, hops: Sequence[Any] = (),
+             metadata_filter: dict[str, Any] | None = None) -> Reading:
         corpus = IndexCorpus(index, lexicon)
         q = self.question(question, corpus, vector)
-        pool = self.candidates(q, hits, index, hops)
+        pool = self.candidates(q, hits, index, hops, metadata_filter)
         read = tuple(p.chunk_id for p in pool.passages)
         if not pool.candidates:
             return Reading((), 0.0, False, None, read, threshold=self.weights.threshold)

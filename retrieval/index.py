@@ -237,7 +237,7 @@ class ChunkIndex:
         named passages moved up (:mod:`retrieval.ordering`)."""
         s = self.settings
         explicit = dense_weight is not None or sparse_weight is not None
-        mask = self._mask(metadata_filter)
+        mask = self.allowed(metadata_filter)
         q_lang = self.query_language(text)
         lists = self._lists(text, depth, mask, q_lang, explicit, graph_weight,
                             Lists([], [], s.sparse_weight if sparse_weight is None else sparse_weight,
@@ -255,8 +255,8 @@ class ChunkIndex:
             order, hops = hops_promoted(text, order, titles, s)
         return outcome(order, keep, lists, walk, hops, self.rows, q_lang), len(order.rows)
 
-    def _mask(self, metadata_filter: dict[str, Any] | None) -> np.ndarray:
-        """The live rows the metadata filter allows (every live row without one)."""
+    def allowed(self, metadata_filter: dict[str, Any] | None) -> np.ndarray:
+        """The live rows the metadata filter allows (every live row without one), as a mask over the rows."""
         conds = parse_filter(metadata_filter)
         if not conds:
             return self.bm25.alive

@@ -105,6 +105,31 @@ def test_a_question_about_another_corpus_is_declined_naming_what_came_closest() 
     assert answer.covered and any("max_connections" in p.text for p in answer.points), answer.text
 
 
+def test_a_page_named_by_title_obeys_the_metadata_filter() -> None:
+    """The reader adds the pages a question names by title to its candidates; a filtered question must not
+    read (or quote) a page its filter excludes, as its search does not."""
+    from answers.answer import local_answer
+    from answers.reader import named_pages
+    from routing.router import forced
+
+    docs = [("lockfile", "package-lock.json", "It records the exact version of every installed dependency, so "
+             "that every install of the project resolves the same tree."),
+            ("install", "Installing", "Run the installer once per machine. The installer writes its log to the "
+             "home folder."),
+            ("cache", "The cache", "Downloaded packages are kept in the cache folder and reused by later installs.")]
+    ctx = build_context("lock", docs)
+    question = "What is package-lock.json for?"
+    terms = ctx.index.tokenizer(question)
+    assert [p.chunk_id for p in named_pages(ctx.index, terms)] == ["lockfile#0000"]
+    elsewhere = {"document_id": {"ne": "lockfile"}}
+    assert named_pages(ctx.index, terms, metadata_filter=elsewhere) == []
+    answer = local_answer(question, forced("local"), ctx.index, 8, 4, elsewhere, lexicon=ctx.lexicon)
+    assert all(c.chunk_id != "lockfile#0000" for c in answer.citations), answer.text
+    assert "exact version" not in answer.text
+    answer = local_answer(question, forced("local"), ctx.index, 8, 4, lexicon=ctx.lexicon)
+    assert any(c.chunk_id == "lockfile#0000" for c in answer.citations), answer.text
+
+
 def _synthetic(n_questions: int, seed: int, name: str) -> SetSignals:
     """Questions whose candidates' first signal marks the answer; a fifth asked of the wrong corpus."""
     rng = np.random.default_rng(seed)
