@@ -234,15 +234,16 @@ def _answer(engine: "Engine", request: AskRequest, question: str,
             on_delta: Callable[[str], None] | None) -> dict[str, Any]:
     """The engine's answer as the API returns it, with its refusals in the API's error shape."""
     from core.store import StoreError
+    from strata.engine import FilterNotApplicable
     from strata.integrity import GenerationDamagedError
 
-    if request.metadata_filter and engine.route(question, request.mode).route == "global":
-        raise ApiError(422, ["body", "metadata_filter"],
-                       "a metadata filter applies to local answers only (a global answer summarizes the "
-                       "whole corpus): drop the filter or ask with mode 'local'", "filter_not_applicable")
     try:
         return engine.ask(question, request.mode, request.metadata_filter or None,
                           **({"on_delta": on_delta} if on_delta else {})).to_dict()
+    except FilterNotApplicable as exc:
+        raise ApiError(422, ["body", "metadata_filter"],
+                       "a metadata filter applies to local answers only (a global answer summarizes the "
+                       "whole corpus): drop the filter or ask with mode 'local'", "filter_not_applicable") from exc
     except StoreError as exc:
         raise ApiError(503, [], f"the graph store is unavailable: {exc}", "store_unavailable",
                        {"Retry-After": "30"}) from exc

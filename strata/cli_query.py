@@ -56,12 +56,11 @@ def _emit_delta(text: str, as_json: bool) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from strata.engine import FilterNotApplicable
+
     metadata_filter = _parse_filter_arg(args.filter)
     engine = _engine(args)
     try:
-        if metadata_filter and engine.route(args.question, args.mode).route == "global":
-            raise CliError("--filter applies to local answers only (a global answer summarizes the whole corpus): "
-                           "drop --filter or add --mode local", EXIT_BAD_INPUT)
         streamed: list[str] = []
 
         def on_delta(text: str) -> None:  # --stream: each piece of an LLM answer as it is written
@@ -70,6 +69,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
         answer = engine.ask(args.question, mode=args.mode, metadata_filter=metadata_filter,
                             **({"on_delta": on_delta} if getattr(args, "stream", False) else {}))
+    except FilterNotApplicable as exc:
+        raise CliError("--filter applies to local answers only (a global answer summarizes the whole corpus): "
+                       "drop --filter or add --mode local", EXIT_BAD_INPUT) from exc
     except ValueError as exc:
         raise CliError(str(exc), EXIT_BAD_INPUT) from exc
     finally:

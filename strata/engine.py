@@ -37,6 +37,15 @@ if TYPE_CHECKING:
     from core.llm_client import LLMClient
 
 
+class FilterNotApplicable(ValueError):
+    """A metadata filter with a question routed to the community reports, which summarize the whole corpus and
+    cannot honour it."""
+
+    def __init__(self) -> None:
+        super().__init__("a metadata filter applies to local answers only (a global answer summarizes the whole "
+                         "corpus)")
+
+
 class NoIndexError(FileNotFoundError):
     """No generation has been published in the workspace yet."""
 
@@ -200,7 +209,11 @@ class Engine:
     def ask(self, question: str, mode: Route | None = None, metadata_filter: dict[str, Any] | None = None,
             on_delta: Callable[[str], None] | None = None) -> Answer:
         """The answer to ``question``. With ``on_delta``, an LLM-written answer's text is also passed to it piece
-        by piece as it is written (other answers are not: they are complete at once)."""
+        by piece as it is written (other answers are not: they are complete at once).
+
+        With ``metadata_filter`` the answer is local: the community reports summarize the whole corpus, so a
+        question routed to them raises :class:`FilterNotApplicable` (routed once, here, so an LLM router
+        cannot decide twice), and an unsure route is not answered from both sides."""
         if not question.strip():
             raise ValueError("the question is empty")
         snap = self.acquire()
@@ -213,9 +226,12 @@ class Engine:
              metadata_filter: dict[str, Any] | None, on_delta: Callable[[str], None] | None = None) -> Answer:
         s = self.settings.retrieval
         decision = self.route(question, mode, snap)
+        if metadata_filter and decision.route == "global":
+            raise FilterNotApplicable()
         router = self._routers.get(snap.number)
         qv = router.query_vector(question) if router is not None else None
-        if not decision.overridden and snap.has_reports and decision.confidence < s.route_confidence_threshold:
+        if (not decision.overridden and not metadata_filter and snap.has_reports
+                and decision.confidence < s.route_confidence_threshold):
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
                                      n_sentences=s.answer_sentences, level=s.global_level,
                                      max_reports=s.global_reports, max_points=s.answer_sentences + 2,

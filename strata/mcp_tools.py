@@ -200,15 +200,16 @@ class MemoryTools:
 
     def ask(self, args: AskArgs, on_delta: Callable[[str], None] | None = None) -> dict[str, Any]:
         from core.store import StoreError
+        from strata.engine import FilterNotApplicable
 
         self.check_text("question", args.question)
         self.check_filter(args.metadata_filter)
         engine = self.engine()
-        if args.metadata_filter and engine.route(args.question, args.mode).route == "global":
-            raise ToolFailure("metadata_filter applies to local answers only (a global answer summarizes the whole "
-                              "corpus): drop the filter or ask with mode 'local'")
         try:
             answer = engine.ask(args.question, args.mode, args.metadata_filter or None, on_delta=on_delta)
+        except FilterNotApplicable as exc:
+            raise ToolFailure("metadata_filter applies to local answers only (a global answer summarizes the whole "
+                              "corpus): drop the filter or ask with mode 'local'") from exc
         except StoreError as exc:
             raise ToolFailure(f"the graph store is unavailable: {exc}") from exc
         except ValueError as exc:

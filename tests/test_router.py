@@ -209,6 +209,18 @@ def test_low_confidence_answers_from_both_sides_with_labels(indexed: StrataSetti
         assert answer.text.index(LOCAL_LABEL) < answer.text.index(GLOBAL_LABEL)  # the likelier side first
         assert answer.citations and answer.report_ids
         assert any("both sides" in r for r in answer.route.reasons)
+        # A metadata filter cannot be honoured by the community reports: a filtered unsure question is answered
+        # from the passages the filter allows alone, and a question routed to the reports is refused.
+        from core.records import document_of
+        from strata.engine import FilterNotApplicable
+
+        cited = {document_of(c.chunk_id) for c in answer.citations}
+        keep = {"document_id": sorted(cited)[0]}
+        filtered = engine.ask("Why did the billing-service return HTTP 504?", metadata_filter=keep)
+        assert not filtered.route.both_sides and not filtered.report_ids and GLOBAL_LABEL not in filtered.text
+        assert {document_of(c.chunk_id) for c in filtered.citations} <= {keep["document_id"]}, filtered.text
+        with pytest.raises(FilterNotApplicable):
+            engine.ask("What are the main themes across these notes?", metadata_filter=keep)
     finally:
         engine.close()
     engine = _engine(indexed, threshold=0.0)
