@@ -72,7 +72,8 @@ class Platt:
     b: float = 0.0
 
     def __call__(self, z: np.ndarray | float) -> np.ndarray | float:
-        return 1.0 / (1.0 + np.exp(-(self.a * np.asarray(z, np.float64) + self.b)))
+        # the logistic function as 0.5 (1 + tanh(t / 2)): the same values, without overflow far from zero
+        return 0.5 * (1.0 + np.tanh(0.5 * (self.a * np.asarray(z, np.float64) + self.b)))
 
 
 @dataclass(frozen=True)

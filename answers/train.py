@@ -13,7 +13,10 @@ English, Chinese and Polish, and the two multi-hop dev sets:
 Each set's paragraphs (or passages) are indexed as a corpus (BM25, the default embedder's vectors, the offline
 extractor's graph walked for the graph list, and its names, as a Strata index has them) in two halves by article: a question is asked of its own half, and some questions of the
 other half are asked of it (questions of the wrong corpus, which the reader should decline); MuSiQue and
-HotpotQA ask each other's. Every question is searched, its candidates built and measured exactly as
+HotpotQA ask each other's. Some of a set's own answerable questions are asked again of their own half with their
+own paragraph filtered out of the search (the corpus is on their topic but no longer holds their answer, as a
+documentation site holds much about its subject but not every answer), chosen among those whose answer no other
+paragraph of the half holds. Every question is searched, its candidates built and measured exactly as
 :class:`answers.reader.Reader` does at query time, and each candidate is labelled by whether it holds a gold
 answer.
 
@@ -24,7 +27,8 @@ Then, in order:
 3. ``keep_share``, the share of the best unit's probability a further unit needs to be quoted;
 4. answerability: a logistic regression over :data:`answers.signals.ANSWERABILITY` computed from out-of-fold
    ranker scores, labelled by whether the corpus answers the question (1 for a set's own answerable questions,
-   0 for SQuAD 2.0's unanswerable ones and for the wrong corpus's), Platt-calibrated on its out-of-fold scores;
+   0 for SQuAD 2.0's unanswerable ones, for the wrong corpus's and for those asked without their paragraph),
+   Platt-calibrated on its out-of-fold scores;
    the threshold answers at least :data:`ANSWER_SHARE` of each fitted set's own answerable questions, out of
    fold.
 
@@ -61,7 +65,8 @@ from core.text.script import has_cjk
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "strata" / "reader"
-SIGNALS_VERSION = 4  # bump when a signal's definition changes: cached signals are then computed again
+SIGNALS_VERSION = 5  # bump when a signal's definition or the questions asked change: cached signals are then
+# computed again
 TOP_K = 8  # passages searched per question (as retrieval.top_k)
 N_UNITS = 4  # units quoted at most (as retrieval.answer_sentences)
 FOLDS = 5
@@ -72,6 +77,7 @@ UNIT_COST = 0.03  # what one more quoted unit must buy in hit rate to be worth r
 ANSWER_SHARE = 0.92  # the threshold answers this share of the fitted sets' own answerable questions (out of fold)
 OWN_LIMIT = 1500  # own questions per set half at most
 FOREIGN_LIMIT = 300  # questions of the other half asked of a half
+NEAR_LIMIT = 300  # own answerable questions per set asked again without their own paragraph
 
 
 @dataclass(frozen=True)
@@ -206,7 +212,8 @@ class Episode:
     question: str
     answers: tuple[str, ...]
     context: str  # the corpus it is asked of
-    own: bool  # asked of its own corpus (else of the wrong one)
+    own: bool  # asked of its own corpus, all of it (else of the wrong one, or without its paragraph)
+    without: str = ""  # the document filtered out of the search: the question's own paragraph
 
     @property
     def answerable(self) -> bool:
@@ -228,6 +235,7 @@ def set_episodes(spec: LabelledSet, data: Path, limit: int | None) -> tuple[list
     """The corpora of a set and the questions asked of them."""
     own_limit = limit or OWN_LIMIT
     foreign_limit = max(1, (limit or OWN_LIMIT) * FOREIGN_LIMIT // OWN_LIMIT)
+    near_limit = max(1, (limit or OWN_LIMIT) * NEAR_LIMIT // OWN_LIMIT)
     if spec.kind == "multihop":
         corpus, questions = multihop_rows(spec, data)
         ctx = build_context(spec.name, [(r["_id"], str(r.get("title", "")), str(r["text"])) for r in corpus])
@@ -251,7 +259,24 @@ def set_episodes(spec: LabelledSet, data: Path, limit: int | None) -> tuple[list
                      for r in _sample(mine, own_limit // 2, "own")]
         episodes += [Episode(spec.name, r.qid, r.question, r.answers, name, False)
                      for r in _sample(others, foreign_limit // 2, "foreign")]
+        episodes += without_paragraph(spec.name, name, mine, docs, near_limit // 2)
     return contexts, episodes
+
+
+def without_paragraph(set_name: str, context: str, rows: list[QARow], docs: Sequence[tuple[str, str, str]],
+                      limit: int) -> list[Episode]:
+    """At most ``limit`` answerable questions of ``rows`` asked of ``context`` with their own paragraph (of
+    ``docs``: doc id, title, text) filtered out, among those whose answer no other paragraph holds: the corpus is
+    then on their topic but does not answer them."""
+    doc_of = {(t, c): d for d, t, c in docs}
+    out = []
+    for r in sorted((r for r in rows if r.answers), key=lambda r: stable_hash("near", r.qid, size=8)):
+        if len(out) >= limit:
+            break
+        own = doc_of[(r.title, r.context)]
+        if not any(d != own and holds(text, r.answers) for d, _, text in docs):
+            out.append(Episode(set_name, r.qid, r.question, r.answers, context, False, own))
+    return out
 
 
 # -- signals of every episode ------------------------------------------------------------------------------
@@ -298,7 +323,8 @@ def _cache_key(spec: LabelledSet, data: Path, limit: int | None) -> str:
     for f in files:
         h.update(f.read_bytes())
     h.update(CODE_DIGEST.encode())
-    h.update(json.dumps([SIGNALS_VERSION, FEATURES, spec.name, limit, OWN_LIMIT, FOREIGN_LIMIT, TOP_K]).encode())
+    h.update(json.dumps([SIGNALS_VERSION, FEATURES, spec.name, limit, OWN_LIMIT, FOREIGN_LIMIT, NEAR_LIMIT,
+                         TOP_K]).encode())
     return f"{spec.name}-{h.hexdigest()}"
 
 
@@ -326,8 +352,9 @@ def set_signals(spec: LabelledSet, data: Path, limit: int | None, reader: Reader
         ctx = by_name[ep.context]
         corpus = IndexCorpus(ctx.index, ctx.lexicon)
         q = reader.question(ep.question, corpus, v)
-        outcome = ctx.index.search_detailed(ep.question, TOP_K)
-        pool = reader.candidates(q, outcome.hits, ctx.index, outcome.hops)
+        without = {"document_id": {"ne": ep.without}} if ep.without else None
+        outcome = ctx.index.search_detailed(ep.question, TOP_K, metadata_filter=without)
+        pool = reader.candidates(q, outcome.hits, ctx.index, outcome.hops, without)
         x, vecs, _ = reader.score(q, pool, corpus, disk)
         xs.append(x)
         ys.append(np.array([holds(c.unit.text, ep.answers) if ep.own else False for c in pool.candidates], bool))
@@ -458,6 +485,10 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                                                    folds[labelled])
     kinds = np.array([kind_model.probabilities(v) for v in pooled.qvec])
     kinds[labelled] = oof_kinds
+    oof_of = {eps[i].qid: kinds[i] for i in np.flatnonzero(labelled)}
+    for i, e in enumerate(eps):  # a question asked again (of another corpus, without its paragraph) keeps its
+        if e.qid in oof_of:      # out-of-fold kinds
+            kinds[i] = oof_of[e.qid]
     x = pooled.x.copy()
     for i in range(len(eps)):
         cross_kinds(x[pooled.rows(i)], kinds[i])
@@ -493,12 +524,13 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
     all_rows, all_starts, _ = groups(train)
     coef = fit_conditional_logit(xs[all_rows], pooled.y[all_rows], all_starts, lam)
     ranker = Linear(FEATURES, mean, scale, coef)
-    # out-of-fold logits for the ranker's own training questions; the full model's for the rest
+    # out-of-fold logits for every question: its fold's model never saw it (nor its twin asked of another
+    # corpus or without its paragraph: folds go by question id)
     logits = xs @ coef
     for f in range(FOLDS):
         tr_rows, tr_starts, _ = groups(train & (folds != f))
         w = fit_conditional_logit(xs[tr_rows], pooled.y[tr_rows], tr_starts, lam)
-        for i in np.flatnonzero(train & (folds == f)):
+        for i in np.flatnonzero(folds == f):
             r = pooled.rows(i)
             logits[r] = xs[r] @ w
     # 3. keep_share: hit rate of the quoted units against how many are quoted (own answerable questions)
@@ -524,7 +556,8 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
         z.append(answerability(asked, x[r], logits[r], chosen))
         hits.append(bool(e.own and chosen and pooled.y[r][chosen].any()))
     # The label is whether the corpus answers the question at all: a hard question of the corpus (its answer
-    # missed by the quoted units) is still one to answer; another corpus's and SQuAD's unanswerable ones are not.
+    # missed by the quoted units) is still one to answer; another corpus's, SQuAD's unanswerable ones and those
+    # asked without their paragraph (whose answer no other paragraph holds) are not.
     zz, yy = np.array(z), own.astype(float)
     # Each set's own questions weigh as much as the questions it should decline, and every set as much as the
     # others: one threshold then means the same in each corpus and language.
@@ -573,13 +606,16 @@ def _report(pooled: Pooled, eps: list[Episode], own: np.ndarray, hits: np.ndarra
         mine = np.array([e.set == name and e.context.split("/")[0] == name for e in eps])
         ans = mine & own
         unans = mine & np.array([e.own and not e.answers for e in eps])
-        foreign = np.array([not e.own and e.context.split("/")[0] == name for e in eps])
+        foreign = np.array([not e.own and not e.without and e.context.split("/")[0] == name for e in eps])
+        near = mine & np.array([bool(e.without) for e in eps])
         per_set[name] = {
             "questions": int(ans.sum()),
             "hit_rate": round(float((hits[ans] & answered[ans]).mean()), 4) if ans.any() else None,
             "answered_rate": round(float(answered[ans].mean()), 4) if ans.any() else None,
             "unanswerable_declined": round(float((~answered[unans]).mean()), 4) if unans.any() else None,
             "foreign_declined": round(float((~answered[foreign]).mean()), 4) if foreign.any() else None,
+            "without_paragraph": int(near.sum()),
+            "without_paragraph_declined": round(float((~answered[near]).mean()), 4) if near.any() else None,
         }
     return {"out_of_fold": per_set, "kinds": kind_report,
             "ranker": {"lambda": ranker_cv[1], "cv_log_loss": round(ranker_cv[0], 4)},

@@ -25,6 +25,10 @@ or the other half's):
 - ``answered_rate``: share of own answerable questions not declined; ``foreign_declined``: share of the foreign
   questions declined; ``unanswerable_declined``: SQuAD 2.0's unanswerable questions asked of their own
   paragraphs, declined; for those, the trade-off curve (answered vs declined at other thresholds);
+  ``without_paragraph_declined`` (reading-comprehension sets): share declined of own answerable questions asked
+  again with their paragraph filtered out of the search (:data:`WITHOUT_PARAGRAPH` a half, among those whose
+  answer no other paragraph holds): the corpus is on their topic, as a documentation site is on an
+  out-of-scope question's, but no longer answers them;
 - ``cited_gold_rate`` (multi-hop): share of own questions whose citations include a gold passage;
 - sentences quoted per answer beside the peer's, and seconds per answer.
 
@@ -52,6 +56,7 @@ from core.settings import ComputeSettings, RetrievalSettings
 from core.threads import configure
 
 WORK = Path(tempfile.gettempdir()) / "strata-bench-answers"
+WITHOUT_PARAGRAPH = 150  # own answerable questions per half asked again with their paragraph filtered out
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Question:
     answers: tuple[str, ...]
     gold: frozenset[str]  # gold passages (multi-hop)
     own: bool
+    without: str = ""  # a document filtered out of the search: the question's own paragraph
 
 
 @dataclass
@@ -157,12 +163,30 @@ def corpora(name: str, data: Path, limit: int | None) -> list[Corpus]:
         per_half = None if limit is None else max(1, limit // 2)
         qs = [Question(r.qid, r.question, r.answers, frozenset(), True) for r in mine[:per_half]]
         qs += [Question(r.qid, r.question, r.answers, frozenset(), False) for r in others[:per_half]]
+        qs += without_paragraph(mine, docs, min(per_half or WITHOUT_PARAGRAPH, WITHOUT_PARAGRAPH))
         out.append(Corpus(f"{name}/{half}", WORK / f"{name}-{half}-{digest}-workspace", corpus_file, qs))
     return out
 
 
 def _half(title: str) -> int:
     return int(stable_hash("bench-half", title, size=4), 16) % 2
+
+
+def without_paragraph(rows: list[Any], docs: list[dict[str, Any]], n: int) -> list[Question]:
+    """``n`` answerable questions of ``rows`` to ask again with their own paragraph filtered out of the search,
+    among those whose answer no other paragraph of ``docs`` holds: the corpus is on their topic but no longer
+    answers them, so the reader should decline them. (The bench picks them with its own matcher, :func:`hit`,
+    not the one the reader is fitted with.)"""
+    doc_of = {(d["title"], d["text"]): d["_id"] for d in docs}
+    texts = [(d["_id"], d["text"]) for d in docs]
+    out = []
+    for r in sorted((r for r in rows if r.answers), key=lambda r: stable_hash("bench-without", r.qid, size=8)):
+        if len(out) >= n:
+            break
+        own = doc_of[(r.title, r.context)]
+        if not any(doc != own and hit(text, r.answers) for doc, text in texts):
+            out.append(Question(r.qid, r.question, r.answers, frozenset(), False, own))
+    return out
 
 
 # -- running ----------------------------------------------------------------------------------------------
@@ -193,8 +217,9 @@ def answer_all(corpus: Corpus, reader: Any, embedder: str | None, show: int) -> 
     outcomes = []
     for i, q in enumerate(corpus.questions):
         t = time.perf_counter()
-        answer = local_answer(q.text, forced("local"), index, s.top_k, s.answer_sentences, lexicon=lexicon,
-                              reader=reader)
+        without = {"document_id": {"ne": q.without}} if q.without else None
+        answer = local_answer(q.text, forced("local"), index, s.top_k, s.answer_sentences, without,
+                              lexicon=lexicon, reader=reader)
         seconds = time.perf_counter() - t
         quoted = "\n".join(p.text for p in answer.points)
         n = sum(sentence_count(p.text) for p in answer.points)
@@ -211,7 +236,7 @@ def answer_all(corpus: Corpus, reader: Any, embedder: str | None, show: int) -> 
     bm25.add(index.tokenizer(x.text) for x in sents)
     bm25.commit()
     peer: list[Outcome] = []
-    for o in outcomes:
+    for o in (o for o in outcomes if o.question.own):  # the peer is measured on a corpus's own questions
         k = max(1, o.sentences) if not o.declined else 1
         top = bm25.top(index.tokenizer(o.question.text), k, bm25.alive)
         text = "\n".join(sents[r].text for r, _ in top)
@@ -228,7 +253,8 @@ def figures(name: str, outs: list[Outcome], peer: list[Outcome], fitted_on: list
     own = [o for o in outs if o.question.own and o.question.answers]
     own_peer = [p for p in peer if p.question.own and p.question.answers]
     unans = [o for o in outs if o.question.own and not o.question.answers]
-    foreign = [o for o in outs if not o.question.own]
+    foreign = [o for o in outs if not o.question.own and not o.question.without]
+    near = [o for o in outs if o.question.without]
     fig: dict[str, Any] = {
         "set": name, "fitted_on": fitted_on, "questions": len(own),
         "hit_rate": _rate([not o.declined and hit(o.quoted, o.question.answers) for o in own]),
@@ -237,6 +263,7 @@ def figures(name: str, outs: list[Outcome], peer: list[Outcome], fitted_on: list
         "hit_rate_when_answered": _rate([hit(o.quoted, o.question.answers) for o in own if not o.declined]),
         "foreign_questions": len(foreign), "foreign_declined": _rate([o.declined for o in foreign]),
         "unanswerable_questions": len(unans), "unanswerable_declined": _rate([o.declined for o in unans]),
+        "without_paragraph_questions": len(near), "without_paragraph_declined": _rate([o.declined for o in near]),
         "sentences_mean": round(float(np.mean([o.sentences for o in own if not o.declined] or [0])), 2),
         "peer_sentences_mean": round(float(np.mean([p.sentences for p in own_peer] or [0])), 2),
         "seconds_per_answer": round(float(np.median([o.seconds for o in outs] or [0])), 3),
@@ -307,7 +334,7 @@ def main() -> None:
     ap.add_argument("--weights", default="auto", help="auto (out of sample), shipped, or a weights file")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--embedder", default=None, help="retrieval.embedder of the workspaces (default: the settings')")
-    ap.add_argument("--limit", type=int, default=None, help="own (and foreign) questions per corpus at most")
+    ap.add_argument("--limit", type=int, default=None, help="own (and foreign, and without-paragraph) questions per corpus at most")
     ap.add_argument("--show", type=int, default=0, help="print the first N answers of each corpus")
     ap.add_argument("--llm", action="store_true", help="LLM-written answers beside the offline ones")
     ap.add_argument("--base-url")
@@ -329,6 +356,7 @@ def main() -> None:
         results.append(fig)
         print(f"{name:<16} hit {fig['hit_rate']}  peer {fig['peer_hit_rate']}  answered {fig['answered_rate']}  "
               f"foreign declined {fig['foreign_declined']}  unanswerable declined {fig['unanswerable_declined']}  "
+              f"without its paragraph declined {fig['without_paragraph_declined']}  "
               f"(fitted on {', '.join(fitted_on)})", flush=True)
     by = {r["set"]: r for r in results if "hit_rate" in r}
     if "xquad-en" in by and "xquad-zh" in by and by["xquad-en"]["hit_rate"]:

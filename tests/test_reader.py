@@ -130,13 +130,15 @@ def test_a_page_named_by_title_obeys_the_metadata_filter() -> None:
     assert any(c.chunk_id == "lockfile#0000" for c in answer.citations), answer.text
 
 
-def _synthetic(n_questions: int, seed: int, name: str) -> SetSignals:
-    """Questions whose candidates' first signal marks the answer; a fifth asked of the wrong corpus."""
+def _synthetic(n_questions: int, seed: int, name: str, near: bool = False) -> SetSignals:
+    """Questions whose candidates' first signal marks the answer; a fifth asked of the wrong corpus (with
+    ``near``, every other one of those is an own question asked without its paragraph)."""
     rng = np.random.default_rng(seed)
     eps, xs, ys, counts, sims = [], [], [], [], []
     for i in range(n_questions):
         own = i % 5 != 0
-        eps.append(Episode(name, f"{name}-{i}", f"question {i}", ("x",) if own else ("x",), name, own))
+        without = f"p{i}" if near and i % 10 == 5 else ""
+        eps.append(Episode(name, f"{name}-{i}", f"question {i}", ("x",), name, own, without))
         k = 6
         x = rng.normal(size=(k, len(FEATURES))) * 0.3
         y = np.zeros(k, bool)
@@ -165,3 +167,30 @@ def test_fitting_learns_from_signals_out_of_fold_and_is_deterministic() -> None:
     assert oof["hit_rate"] > 0.6 and oof["answered_rate"] >= 0.85
     assert oof["foreign_declined"] > 0.5  # the wrong corpus's questions have no passage holding their words
     assert w1.trained_on == ("a", "b")
+
+
+def test_questions_asked_without_their_paragraph_are_learned_as_ones_to_decline() -> None:
+    parts = {"a": _synthetic(200, 1, "a", near=True), "b": _synthetic(200, 2, "b", near=True)}
+    _, report = fit(parts)
+    oof = report["out_of_fold"]["a"]
+    # 20 of "a"'s 200 questions are asked without their paragraph, 20 of another corpus: each counted apart
+    assert oof["without_paragraph"] == 20 and oof["without_paragraph_declined"] > 0.5
+    assert oof["foreign_declined"] > 0.5 and oof["answered_rate"] >= 0.85
+
+
+def test_a_question_is_asked_without_its_paragraph_only_when_no_other_paragraph_answers_it() -> None:
+    from answers.train import QARow, without_paragraph
+
+    docs = [("d0", "Rivers", "The Vistula is the longest river in Poland, 1,047 km long."),
+            ("d1", "Rivers", "The Oder is 840 km long; the Vistula is longer."),
+            ("d2", "Cities", "Warsaw lies on the Vistula.")]
+    rows = [QARow("q0", "Rivers", docs[0][2], "How long is the Vistula?", ("1,047 km",)),
+            QARow("q1", "Rivers", docs[0][2], "Which river is the longest in Poland?", ("The Vistula",)),
+            QARow("q2", "Rivers", docs[1][2], "How long is the Oder?", ("840 km",)),
+            QARow("q3", "Cities", docs[2][2], "Which city lies on the Vistula?", ("Warsaw",)),
+            QARow("q4", "Cities", docs[2][2], "Which river runs through Paris?", ())]
+    eps = without_paragraph("s", "s/0", rows, docs, 10)
+    # the Vistula is named by other paragraphs, so q1 stays answerable without d0; q4 has no answer
+    assert sorted((e.qid, e.without) for e in eps) == [("q0", "d0"), ("q2", "d1"), ("q3", "d2")]
+    assert all(not e.own and not e.answerable and e.context == "s/0" for e in eps)
+    assert len(without_paragraph("s", "s/0", rows, docs, 2)) == 2
