@@ -233,7 +233,8 @@ class RetrievalSettings(BaseModel):
     global_reports: int = Field(8, ge=1, le=200)
     route_confidence_threshold: float = Field(
         0.87, ge=0, le=1, description="below this router confidence, `ask` answers from both sides (local hits and "
-                                      "community reports) and an LLM, when configured, is asked to classify; the "
+                                      "community reports; with a metadata filter, the local hits alone) and an "
+                                      "LLM, when configured, is asked to classify; the "
                                       "default keeps the both-sides share at or below 9% of the router's training "
                                       "split, out of fold (python -m routing.train)")
 

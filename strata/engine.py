@@ -41,9 +41,9 @@ class FilterNotApplicable(ValueError):
     """A metadata filter with a question routed to the community reports, which summarize the whole corpus and
     cannot honour it."""
 
-    def __init__(self) -> None:
-        super().__init__("a metadata filter applies to local answers only (a global answer summarizes the whole "
-                         "corpus)")
+    def __init__(self, message: str = "a metadata filter applies to local answers only (a global answer "
+                                      "summarizes the whole corpus)") -> None:
+        super().__init__(message)
 
 
 class NoIndexError(FileNotFoundError):
@@ -230,8 +230,12 @@ class Engine:
             raise FilterNotApplicable()
         router = self._routers.get(snap.number)
         qv = router.query_vector(question) if router is not None else None
-        if (not decision.overridden and not metadata_filter and snap.has_reports
-                and decision.confidence < s.route_confidence_threshold):
+        unsure = not decision.overridden and snap.has_reports and decision.confidence < s.route_confidence_threshold
+        if unsure and metadata_filter:
+            decision = replace(decision, reasons=decision.reasons + (
+                f"confidence {decision.confidence:.2f} is below the threshold, but the metadata filter keeps the "
+                "answer to the passages it allows (the community reports summarize the whole corpus)",))
+        elif unsure:
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
                                      n_sentences=s.answer_sentences, level=s.global_level,
                                      max_reports=s.global_reports, max_points=s.answer_sentences + 2,

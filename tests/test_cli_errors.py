@@ -61,6 +61,19 @@ def test_overflowing_filter_number_is_bad_input(ws: Path, capsys: pytest.Capture
     assert code == 2 and "--filter" in one_line(err)
 
 
+def test_a_filter_with_a_question_routed_global_is_bad_input(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The router itself (no --mode) sends the question to the community reports, which cannot honour a filter:
+    refused, saying how to ask it; the same question with --mode local is answered within the filter."""
+    question = "What are the main themes across all of these documents?"
+    code, out, _ = run(["route", question, "--json", "--data-dir", str(ws / "data")], capsys)
+    assert code == 0 and json.loads(out)["route"] == "global"
+    args = ["ask", question, "--filter", '{"document_id": {"ne": "none"}}', "--data-dir", str(ws / "data")]
+    code, _, err = run(args, capsys)
+    assert code == 2 and "drop --filter or add --mode local" in one_line(err)
+    code, out, _ = run([*args, "--mode", "local"], capsys)
+    assert code == 0 and "route: local" in out
+
+
 def test_settings_errors_name_the_variable(ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     monkeypatch.setenv("STRATA_RETRIEVAL__EMBEDDER", "nonsense")
     code, _, err = run(["status", "--data-dir", str(ws / "data")], capsys)

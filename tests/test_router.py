@@ -218,6 +218,7 @@ def test_low_confidence_answers_from_both_sides_with_labels(indexed: StrataSetti
         keep = {"document_id": sorted(cited)[0]}
         filtered = engine.ask("Why did the billing-service return HTTP 504?", metadata_filter=keep)
         assert not filtered.route.both_sides and not filtered.report_ids and GLOBAL_LABEL not in filtered.text
+        assert filtered.citations and any("metadata filter" in r for r in filtered.route.reasons)
         assert {document_of(c.chunk_id) for c in filtered.citations} <= {keep["document_id"]}, filtered.text
         with pytest.raises(FilterNotApplicable):
             engine.ask("What are the main themes across these notes?", metadata_filter=keep)
