@@ -6,8 +6,9 @@ digest in ``manifest.json``. A generation is checked before the engine serves it
 message naming the file; an index run rebuilds it from the store and publishes it again.
 
 The check reads every file once more (from the page cache, right after a run wrote it or while the engine loads
-it): ``python -m bench.faults`` prints its cost beside the load time. Results are remembered per process by each
-file's (inode, size, modification time), so one run or one server checks a generation once.
+it): ``python -m bench.faults`` prints its cost beside the load time. Each file's result is remembered per process
+by its (inode, size, modification time) and published digest, so one run or one server hashes a file once: a
+part read on first use (the reports, for the first global question) is checked again by its size and time.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from strata.workspace import GenerationPaths, Workspace
 
 HASH = "blake2b-128"
 _CHUNK = 1 << 20
-_memo: dict[tuple[str, tuple[tuple[str, int, int, int], ...]], str | None] = {}
+_memo: dict[tuple[str, int, int, int, str], str | None] = {}  # (path, inode, size, mtime, digest) -> problem
 _memo_lock = threading.Lock()
 
 
@@ -71,17 +72,6 @@ def _manifest(paths: GenerationPaths) -> dict[str, Any]:
     return manifest
 
 
-def _stat_key(paths: GenerationPaths, names: list[str]) -> tuple[tuple[str, int, int, int], ...]:
-    key = []
-    for rel in ["manifest.json", *names]:
-        try:
-            st = os.stat(paths.root / rel)
-            key.append((rel, st.st_ino, st.st_size, st.st_mtime_ns))
-        except OSError:
-            key.append((rel, -1, -1, -1))
-    return tuple(key)
-
-
 def check(paths: GenerationPaths, prefix: str = "") -> dict[str, Any]:
     """Raise :class:`GenerationDamagedError` unless every file under ``prefix`` (all when empty) is as published;
     returns the manifest. A generation published before manifests listed their files passes unchecked (its
@@ -90,37 +80,34 @@ def check(paths: GenerationPaths, prefix: str = "") -> dict[str, Any]:
     files: dict[str, Any] | None = manifest.get("files")
     if files is None:
         return manifest
-    names = sorted(n for n in files if n.startswith(prefix))
-    key = (str(paths.root), _stat_key(paths, names))
-    with _memo_lock:
-        known = key in _memo
-        problem = _memo.get(key)
-    if not known:
-        problem = _first_problem(paths, {n: files[n] for n in names})
-        with _memo_lock:
-            if len(_memo) > 256:
-                _memo.clear()
-            _memo[key] = problem
-    if problem is not None:
-        file, _, text = problem.partition("\0")
-        raise GenerationDamagedError(paths, file, text, manifest.get("source"))
+    for rel in sorted(n for n in files if n.startswith(prefix)):
+        problem = _problem(paths, rel, files[rel])
+        if problem is not None:
+            raise GenerationDamagedError(paths, rel, problem, manifest.get("source"))
     return manifest
 
 
-def _first_problem(paths: GenerationPaths, files: dict[str, Any]) -> str | None:
-    for rel, meta in files.items():
-        path = paths.root / rel
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            if not paths.root.is_dir():
-                raise
-            return f"{rel}\0is missing"
-        if not isinstance(meta, dict) or size != meta.get("size"):
-            return f"{rel}\0is {size} bytes, {meta.get('size') if isinstance(meta, dict) else '?'} were published"
-        if file_digest(path) != meta.get(HASH):
-            return f"{rel}\0does not match its published checksum"
-    return None
+def _problem(paths: GenerationPaths, rel: str, meta: Any) -> str | None:
+    """What is wrong with one file of a generation against its manifest entry ``meta`` (None: nothing)."""
+    path = paths.root / rel
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not paths.root.is_dir():
+            raise
+        return "is missing"
+    if not isinstance(meta, dict) or st.st_size != meta.get("size"):
+        return f"is {st.st_size} bytes, {meta.get('size') if isinstance(meta, dict) else '?'} were published"
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns, str(meta.get(HASH)))
+    with _memo_lock:
+        if key in _memo:
+            return _memo[key]
+    problem = None if file_digest(path) == meta.get(HASH) else "does not match its published checksum"
+    with _memo_lock:
+        if len(_memo) > 4096:
+            _memo.clear()
+        _memo[key] = problem
+    return problem
 
 
 def damage(paths: GenerationPaths) -> str | None:

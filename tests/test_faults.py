@@ -114,12 +114,18 @@ def test_a_server_keeps_the_previous_generation_when_the_next_is_damaged(ws: Pat
         engine.close()
 
 
-def test_reports_and_communities_are_read_on_first_use_and_checked_then(ws: Path) -> None:
+def test_reports_and_communities_are_read_on_first_use_and_checked_then(ws: Path, monkeypatch) -> None:
     """A server answering memory queries and local questions never holds the reports and communities; the first
-    question that needs them reads them, and reports damaged after the generation loaded are refused with 503
-    naming the file (not read as if intact, not a 500)."""
+    question that needs them reads them, checked again by size and time (hashed once in the process), and
+    reports damaged after the generation loaded are refused with 503 naming the file (not read as if intact, not
+    a 500)."""
     from retrieval.contract import MemoryQueryRequest
+    from strata import integrity
 
+    hashed: list[str] = []
+    real = integrity.file_digest
+    monkeypatch.setattr(integrity, "file_digest", lambda path: hashed.append(Path(path).name) or real(path))
+    integrity._memo.clear()
     engine = Engine(_settings(ws))
     try:
         snap = engine.current
@@ -130,6 +136,7 @@ def test_reports_and_communities_are_read_on_first_use_and_checked_then(ws: Path
         answer = engine.ask("What are the main themes across these notes?", mode="global")
         assert answer.points and snap._reports is not None and snap._communities is None
         assert len(snap.reports) == snap.manifest["reports"]
+        assert hashed.count("reports.json") == 1, hashed  # at the load, not again at the first use
     finally:
         engine.close()
     app = __import__("strata.api", fromlist=["create_app"]).create_app(_settings(ws))
