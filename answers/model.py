@@ -27,6 +27,7 @@ import numpy as np
 
 from answers.kinds import KindModel
 from answers.signals import ANSWERABILITY, FEATURES
+from core.fitting import logistic
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "reader_weights.json"
 FORMAT = 1
@@ -72,8 +73,7 @@ class Platt:
     b: float = 0.0
 
     def __call__(self, z: np.ndarray | float) -> np.ndarray | float:
-        # the logistic function as 0.5 (1 + tanh(t / 2)): the same values, without overflow far from zero
-        return 0.5 * (1.0 + np.tanh(0.5 * (self.a * np.asarray(z, np.float64) + self.b)))
+        return logistic(self.a * np.asarray(z, np.float64) + self.b)
 
 
 @dataclass(frozen=True)

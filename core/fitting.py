@@ -5,7 +5,12 @@ of the reader). Deterministic: the same data gives the same weights (no random s
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
+
+
+def logistic(z: np.ndarray | float) -> np.ndarray | float:
+    """The logistic function, written as 0.5 (1 + tanh(z / 2)): the same values as 1 / (1 + exp(-z)), without
+    overflow far from zero. Every model here maps a score to a probability with it."""
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, np.float64)))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, lam: float, weight: np.ndarray | None = None,
@@ -24,7 +29,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, lam: float, weight: np.ndarray | 
 
     current = loss(beta)
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-(xa @ beta)))
+        p = logistic(xa @ beta)
         grad = xa.T @ (w * (p - y)) + reg * beta
         hess = (xa * (w * p * (1 - p))[:, None]).T @ xa + np.diag(reg + 1e-9)
         step = np.linalg.solve(hess, grad)
@@ -55,6 +60,8 @@ def fit_softmax(x: np.ndarray, y: np.ndarray, classes: int, lam: float) -> tuple
         loss = -float(np.sum(onehot * log_p)) + 0.5 * lam * float(np.sum(w * w))
         g = np.exp(log_p) - onehot
         return loss, np.concatenate([(g.T @ x + lam * w).ravel(), g.sum(0)])
+
+    from scipy.optimize import minimize  # (here: serving imports this module for logistic() alone)
 
     res = minimize(objective, np.zeros(classes * (d + 1)), jac=True, method="L-BFGS-B",
                    options={"maxiter": 500, "gtol": 1e-6})
@@ -89,6 +96,8 @@ def fit_conditional_logit(x: np.ndarray, y: np.ndarray, starts: np.ndarray, lam:
         loss = -float(np.sum(np.log(pos) - np.log(all_))) + 0.5 * lam * float(w @ w)
         grad_s = e / all_[group] - e * y / pos[group]
         return loss, x.T @ grad_s + lam * w
+
+    from scipy.optimize import minimize
 
     res = minimize(objective, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B",
                    options={"maxiter": 1000, "gtol": 1e-7})

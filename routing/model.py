@@ -35,6 +35,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from core.fitting import logistic
 from core.text.names import find_entities
 from core.text.language import detect_language
 
@@ -138,10 +139,6 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
                     tuple(hubs), concentration, question_language(question))
 
 
-def _sigmoid(z: np.ndarray | float) -> np.ndarray | float:
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
-
-
 @dataclass(frozen=True, slots=True)
 class LogisticModel:
     """A logistic regression on raw features (standardization folded in) with a Platt calibration on top. The
@@ -166,7 +163,7 @@ class LogisticModel:
         if self.platt_other is not None:
             other = x[:, -1] > 0.5
             a[other], b[other] = self.platt_other
-        return _sigmoid(a * z + b)  # type: ignore[return-value]
+        return logistic(a * z + b)  # type: ignore[return-value]
 
     def to_dict(self, digits: int = 5) -> dict[str, object]:
         r = lambda v: float(f"{v:.{digits + 2}g}")  # noqa: E731

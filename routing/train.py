@@ -42,7 +42,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from core.fitting import fit_logistic
+from core.fitting import fit_logistic, logistic
 from core.records import stable_hash
 from routing.model import (EMBEDDER_NAME, EVIDENCE_FEATURES, GENERIC_CUES, WEIGHTS_PATH, Evidence,
                            LogisticModel, QueryEmbeddings, RouterWeights, gather_evidence)
@@ -218,7 +218,7 @@ def train_model(x: np.ndarray, y: np.ndarray, folds: np.ndarray, features: Seque
         platt_other = (float(ao), bo)
     model = LogisticModel(tuple(features), coef / sd, bias - float(np.sum(coef * mu / sd)), a, b, platt_other)
     z = np.where(other, oof * platt_other[0] + platt_other[1], oof * a + b) if platt_other else oof * a + b
-    return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}, 1.0 / (1.0 + np.exp(-z))
+    return model, {"lambda": lam, "cv_log_loss": round(best[0], 4)}, logistic(z)
 
 
 # -- evaluation --------------------------------------------------------------------------------------------
