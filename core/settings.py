@@ -216,8 +216,9 @@ class RetrievalSettings(BaseModel):
                                      "more chunks hold) that lie in documents mentioning it, for the question's "
                                      "words to name it when the question does not capitalize them amid lower-case "
                                      "words: below it the words are mostly ordinary ones there (\"type\" and an "
-                                     "entity \"Types\" met once). Identifiers and other shaped entities always "
-                                     "link. 0: every name links as spelled. The reader was fitted at 0.5")
+                                     "entity \"Types\" met once; a Chinese term is judged so too). Identifiers and "
+                                     "other shaped entities always link. 0: every name links as spelled. The "
+                                     "reader was fitted at 0.5")
     hop_links: int = Field(
         2, ge=0, le=20, description="with the graph walk's list in use, each first-hop passage (the top one, and "
                                     "those titled by a name the question holds) brings up to this many passages "

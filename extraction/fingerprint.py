@@ -125,6 +125,7 @@ def probe_digest() -> str:
     from extraction.chunking import chunk_documents
     from extraction.loader import document_from_row, document_from_text
     from extraction.probe import PROBE
+    from extraction import wordlike
     from extraction.wordlike import WordModel
 
     docs: list[Document] = []
@@ -146,8 +147,13 @@ def probe_digest() -> str:
     rules = {name: sorted(getattr(module, name)) for module in (junk, names, offline) for name in dir(module)
              if name.isupper() and isinstance(getattr(module, name), (frozenset, set, tuple, list))
              and all(isinstance(v, str) for v in getattr(module, name))}
+    # (and their numbers: a share or a count the probe's output may not exercise, such as a share of the corpus's
+    # documents, which a probe of a few documents never reaches)
+    rules["numbers"] = {f"{module.__name__}.{name}": getattr(module, name) for module in (junk, names, offline, wordlike)
+                        for name in dir(module) if name.isupper() and not name.startswith("_")
+                        and type(getattr(module, name)) in (int, float)}
     rules["abbreviations"] = {k: [sorted(t) for t in v] for k, v in sentences._TABLES.items()}
-    rules["tags"] = [sorted(cjk.NAME_TAGS.items()), sorted(cjk.NOUN_TAGS)]
+    rules["tags"] = [sorted(cjk.NAME_TAGS.items()), sorted(cjk.NOUN_TAGS), sorted(cjk.TERM_TAGS)]
     return stable_hash(json.dumps([output, rules], ensure_ascii=False, sort_keys=True, default=str), size=6)
 
 

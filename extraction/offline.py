@@ -2,8 +2,10 @@
 
 It needs no model and gives the same output for the same text on every machine. Names are found by the one name
 finder (:func:`core.text.names.find_entities`: identifiers, capitalized names, Chinese proper names and candidate
-terms); this module decides which of them are entities of a document. A Chinese candidate term is one when the
-document uses the whole run in more than one sentence. In a Polish document a name is given in its base form
+terms); this module decides which of them are entities of a document. A Chinese candidate term (a run of nouns,
+or a noun the segmenter keeps whole, where no longer term kept holds it) is one when the document uses it in
+more than one sentence, unless it is a common word of the language
+(:meth:`extraction.wordlike.WordModel.common_term`). In a Polish document a name is given in its base form
 ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the
 prose view of the text (:mod:`core.text.markup`: Markdown, HTML, front matter, code blocks and licence
 boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence is a
@@ -188,7 +190,8 @@ class OfflineExtractor:
             found = [f if sent.heading else _opening_word_apart(f, sentence, by_position) for f in sent.found]
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
-                     and (not f.term or f.name in phrases)]
+                     and (not f.term or f.name in phrases and (self.words is None or not self.words.common_term(f.name)))]
+            found = _outermost_terms(found)
             if self.words is not None:
                 found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
                          or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
@@ -249,6 +252,15 @@ _SHAPED_TYPES = frozenset({"error_code", "version"})
 # word, not a name.
 _PLAIN_WORD = re.compile(r"[a-z]+")
 _CJK_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def _outermost_terms(found: list[Found]) -> list[Found]:
+    """``found`` without a candidate term that lies inside a longer one kept at the same place (节点 inside
+    工作节点): a run of nouns and its nouns are found together, and the longest the document keeps stands for
+    them there, so the parts of one term are not related to each other or to the same neighbours twice."""
+    terms = [f for f in found if f.term]
+    return [f for f in found if not f.term or not any(
+        g is not f and g.start <= f.start and f.end <= g.end and g.end - g.start > f.end - f.start for g in terms)]
 
 
 def _base_form(view: str) -> Callable[[str], str]:

@@ -9,8 +9,9 @@ generic blocks, references resolved elsewhere, inline HTML and Markdown inside H
 words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
 first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
 wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
-(Simplified and Traditional), Polish names in their cases, and rows of a JSON Lines corpus, whose title the
-loader writes on the line above its text (one text opening with a word of its title).
+(runs of nouns, and nouns kept whole, inside a run too; Simplified and Traditional), Polish names in their
+cases, and rows of a JSON Lines corpus, whose title the loader writes on the line above its text (one text
+opening with a word of its title).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
-     "11分领先于全队。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),
+     "11分领先于全队。齿轮把动力传给车轮。齿轮磨损后需要更换。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"),
     ("rows.jsonl",
      '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
      'Indian War, after the two enemies of the British."}\n'

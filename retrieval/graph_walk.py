@@ -39,6 +39,7 @@ from core.records import GraphSnapshot
 from core.text import spans
 from core.text.language import detect_language
 from core.text.lemma import forms
+from core.text.script import has_cjk
 from core.text.keys import PROSE_NAME_TYPES, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
@@ -291,11 +292,12 @@ class GraphWalk:
 
     def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
         """Whether the question's words ``matched`` name entity ``j``: an entity of a shape (an identifier, a
-        service, an error code: not read off capitals) always; a name found in prose when the question
+        service, an error code: not read off capitals) always; a name or a Chinese term found in prose when the question
         capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses in the
         corpus (:meth:`share`)."""
-        if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES):
-            return True
+        if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES
+                                           and not (self.types[j] == "concept" and has_cjk(self.names[j]))):
+            return True  # (a Chinese term, a concept, has no shape: the tagger found it in prose, as a name)
         content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
         if content and all(w in capitalized for w in content):
             return True

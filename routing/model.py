@@ -121,7 +121,8 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     found = find_entities(question)
     identifiers = tuple(dict.fromkeys(f.name for f in found if f.type in IDENTIFIER_TYPES))
     names = tuple(dict.fromkeys(f.name for f in found if f.type not in IDENTIFIER_TYPES and not f.at_start
-                                and not f.possessive))  # "Ardent's revenue" names Ardent, not a second entity
+                                and not f.possessive and not f.term))  # "Ardent's revenue" names Ardent, not a
+    # second entity; a Chinese candidate term (a common noun: 齿轮) is no name (as an entity, it is a lexicon span)
     n_words = len(_WORDS.findall(question))
     has_index = lexicon is not None or scorer is not None
     specific: list[str] = []

@@ -33,6 +33,40 @@ def test_chinese_terms_a_document_repeats_are_entities_and_related() -> None:
     assert "任务分配" not in names
 
 
+def test_a_noun_the_segmenter_keeps_whole_is_a_term_where_a_document_repeats_it_and_few_documents_use_it() -> None:
+    from extraction.wordlike import WordModel
+
+    gears = "齿轮把动力传给车轮。齿轮磨损后需要更换。这个方法很简单。这个方法已经过时。"
+    plague = "黑死病于1347年传入欧洲。黑死病造成了大量死亡。"
+    names = dict(_entities(gears, plague))
+    assert {"齿轮", "黑死病", "方法"} <= set(names), names  # each repeated by its document (no corpus to judge by)
+    assert names["齿轮"] == "concept" and "车轮" not in names  # 车轮 is used once
+    # In a corpus where most documents use 方法, it is a common word of the language; 齿轮 stays a term.
+    others = [f"第{i}个方法很好用。" for i in range(60)]
+    docs = [gears, plague, *others]
+    words = WordModel.of_texts(docs)
+    assert not words.common_term("齿轮") and not words.common_term("黑死病") and words.common_term("方法")
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(docs)])
+    found = {e.name for ex in result.extractions for e in ex.entities}
+    assert {"齿轮", "黑死病"} <= found and "方法" not in found, found
+
+
+def test_a_corpus_about_one_system_keeps_its_hub_term_and_a_kept_run_stands_for_its_nouns() -> None:
+    from extraction.wordlike import WordModel
+
+    docs = [f"调度器负责把任务{i}分配给工作节点。调度器每{i}分钟运行一次。工作节点的锅炉压力正常。" for i in range(5)]
+    english = [f"Document {i} is written in English about schedulers." for i in range(300)]
+    words = WordModel.of_texts(docs + english)
+    assert words.documents == 5  # only texts in a CJK script count towards a Chinese term's share
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(docs)])
+    for ex in result.extractions:
+        names = {e.name for e in ex.entities}
+        assert {"调度器", "工作节点"} <= names, names  # used by every document, and longer than a common word
+        assert "节点" not in names, names  # inside the run 工作节点, which stands for it there
+        pairs = {(r.source, r.target) for r in ex.relations}
+        assert ("调度器", "工作节点") in pairs and not any("节点" in (a, b) for a, b in pairs), pairs
+
+
 def test_chinese_names_come_typed_and_whole_traditional_as_written() -> None:
     names = dict(_entities("职业碗防守截锋卡万·肖特以 11 分领先于全队，他的队友马里奥·爱迪生贡献了 6 次擒杀。",
                            "在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。"))

@@ -26,6 +26,9 @@ NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "
 NUMERAL_TAG = "m"
 # Common nouns, verbal and other nouns, and Latin-script runs: the parts a technical term is made of (调度+器).
 NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
+# Common nouns and abbreviations (中医): a word the segmenter keeps whole with one of these tags is a candidate term
+# (黑死病, 蒸汽机), an entity where a document repeats it and few documents of the corpus use it.
+TERM_TAGS = frozenset({"n", "j"})
 _JOINERS = frozenset("·‧•・")
 _lock = threading.Lock()
 _state: dict[str, Any] = {}

@@ -248,6 +248,7 @@ def _type_for_name(name: str) -> str:
 
 
 _NAME_PATTERN = dict(_PATTERNS)["name"]
+_CJK_RUN = dict(_PATTERNS)["cjk"]
 _TRAILING_PARENS = re.compile(r"\s*\([^()\n]*\)\s*$")
 
 
@@ -270,9 +271,10 @@ def _title_lines_apart(sentence: str) -> str:
 
 
 def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list[Found]:
-    """Entities in one sentence (of a prose view), non-overlapping, in order of appearance. ``ordinary``: the
-    words the document uses in lower case (by default the sentence's own), which a run in capitals does not
-    make a name. Patterns are tried in priority order: a span an earlier one took is not free to a later one."""
+    """Entities in one sentence (of a prose view), in order of appearance, non-overlapping but for a Chinese
+    run's candidate terms (a run of nouns and the nouns in it: the extractor keeps the longest it judges a term).
+    ``ordinary``: the words the document uses in lower case (by default the sentence's own), which a run in
+    capitals does not make a name. Patterns are tried in priority order: a span an earlier one took is not free to a later one."""
     if ordinary is None:
         ordinary = ordinary_words([sentence])
     finds = _Finds()
@@ -284,9 +286,10 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
             elif kind == "name":
                 _name(m, sentence, ordinary, finds)
             elif kind == "cjk":
-                for f in _chinese(sentence[m.start():m.end()], m.start()):
-                    if finds.free(f.start, f.end):
-                        finds.add(f)
+                # (a run's own candidates may overlap: a run of nouns and the nouns in it, each judged alone)
+                free = [f for f in _chinese(sentence[m.start():m.end()], m.start()) if finds.free(f.start, f.end)]
+                for f in free:
+                    finds.add(f)
             else:
                 _identifier(kind, m, sentence, finds)
     return sorted(finds.found, key=lambda f: f.start)
@@ -400,12 +403,15 @@ def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Fin
 
 
 _CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
-TERM_MIN_CHARS = 3  # a run of nouns shorter than this is a common word (国家, 时间), not a term
+TERM_MIN_CHARS = 3  # a run of nouns shorter than this is two common words side by side, not a term
+_HAN_WORD = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
 
 
 def _chinese(run: str, offset: int) -> list[Found]:
-    """The proper names of a run of Chinese text (typed by the tagger), and its runs of two or more nouns of at
-    least :data:`TERM_MIN_CHARS` characters as candidate terms, with offsets ``offset`` on."""
+    """The proper names of a run of Chinese text (typed by the tagger), and its candidate terms, with offsets
+    ``offset`` on: runs of two or more nouns of at least :data:`TERM_MIN_CHARS` characters (调度+器), and the
+    nouns the segmenter keeps whole (:data:`core.text.cjk.TERM_TAGS`: 黑死病, 蒸汽机, 齿轮), inside such a run
+    too: a run and its nouns may overlap, and the extractor judges each by its uses."""
     out = [Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
            for n in cjk.names(run)]
     named = [(f.start, f.end) for f in out]
@@ -419,6 +425,18 @@ def _chinese(run: str, offset: int) -> list[Found]:
             s, e = offset + toks[i].start, offset + toks[j - 1].start + len(toks[j - 1].word)
             if e - s >= TERM_MIN_CHARS and all(e <= ns or s >= ne for ns, ne in named):
                 out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
+        for t in toks[i:max(j, i + 1)]:  # its nouns, each alone (齿轮 of 齿轮+磨损)
+            ts = offset + t.start
+            if t.tag in cjk.TERM_TAGS and _HAN_WORD.fullmatch(t.word) and all(
+                    ts + len(t.word) <= ns or ts >= ne for ns, ne in named):
+                out.append(Found(ts, ts + len(t.word), t.word, "concept", term=True))
         i = max(j, i + 1)
     return sorted(out, key=lambda f: f.start)
+
+
+def chinese_terms(view: str) -> set[str]:
+    """The candidate terms of a text's prose view (:func:`_chinese`), each once: what the corpus's count of the
+    documents using a term (:class:`extraction.wordlike.WordModel`) reads."""
+    return {f.name for m in _CJK_RUN.finditer(view) if _HAN_WORD.search(m.group(0))
+            for f in _chinese(m.group(0), 0) if f.term}
 
