@@ -29,7 +29,9 @@ from answers.answer import Answer, Quote, citations_of, query_vector as _query_v
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Report
-from core.text import shapes, spans
+from core.text import cjk, shapes, spans
+from core.text.script import CJK_RUN
+from core.text.glue import ENGLISH, glue_for
 from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex
 from routing.router import RouteDecision
@@ -101,7 +103,8 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     corpus holds: its framing words ("themes") need not occur."""
     names = list(shapes.names(question))
     absent = [n for n in names if all(_absent(t, index) for t in index.tokenizer(n))]
-    terms = list(dict.fromkeys(index.tokenizer(question)))
+    words = question_words(question)
+    terms = list(dict.fromkeys(t for w in words for t in index.tokenizer(w)))
     df = index.bm25.document_frequency(terms) if terms else np.zeros(0)
     idf = np.log1p((max(1, len(index)) - df + 0.5) / (df + 0.5))
     oov = float(idf[df == 0].sum() / idf.sum()) if idf.size and idf.sum() > 0 else 0.0
@@ -114,14 +117,29 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     close = best is not None and best >= NAMES_ABSENT_COVER
     covered = close or ((not names or len(absent) < len(names)) and not (specific and oov >= ABSENT_SHARE))
     unseen = {t for t, d in zip(terms, df) if d == 0}
-    words = [w.text for w in spans.words(question) if (ts := index.tokenizer(w.text)) and set(ts) <= unseen]
-    missing = absent or (list(dict.fromkeys(words)) if specific and oov >= ABSENT_SHARE else [])
+    never = [w for w in words if (ts := index.tokenizer(w)) and set(ts) <= unseen]
+    missing = absent or (list(dict.fromkeys(never)) if specific and oov >= ABSENT_SHARE else [])
     return Coverage(covered, tuple(missing), best)
+
+
+def question_words(question: str) -> list[str]:
+    """The question's words, as :func:`coverage` weighs them: a run in a CJK script cut by the segmenter
+    (:func:`core.text.cjk.words`), so that its terms are the bigrams inside its words, not those that straddle
+    two words (什么 + 关系 gives 么关, which no corpus need hold), and no word of one character (和, 是: the index
+    holds a character as a term only where it stands alone); any other text by its spaces and punctuation."""
+    out: list[str] = []
+    pos = 0
+    for m in CJK_RUN.finditer(question):
+        out += [w.text for w in spans.words(question[pos:m.start()])]
+        out += [w for w in cjk.words(m.group(0)) if len(w) >= 2]  # (a character alone is indexed only alone)
+        pos = m.end()
+    return out + [w.text for w in spans.words(question[pos:])]
 
 
 def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
     """The answer to a question the corpus does not seem to cover, saying why."""
-    why = f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text"
+    why = (f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text" if cover.missing
+           else "most of its words occur nowhere in the indexed text")
     if cover.best_cosine is not None:
         why += f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})"
     return Answer(question, route, "offline", f"The corpus does not seem to cover this question: {why}.", (),
@@ -311,13 +329,18 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
     groups: dict[str, list[Point]] = {}
     for p in picked:
         groups.setdefault(p.report_id, []).append(p)
+    # The answer's own words are English; asked in another language, it gives the corpus's words alone: the report
+    # titles (joined in the corpus's language), their pages joined by punctuation, and the quotes.
+    glue = glue_for([question])
     lines = [f"Across the corpus, {len(groups)} {'community bears' if len(groups) == 1 else 'communities bear'} "
-             "on the question:"]
+             "on the question:"] if glue is ENGLISH else []
     quotes: list[Quote] = []
     for rid, group in groups.items():
-        lines.append("")
+        if lines:
+            lines.append("")
         on = (pages or {}).get(rid) or []
-        lines.append(f"{group[0].title} (report {rid})" + (f"; on the pages {', '.join(on)}" if on else ""))
+        where = (f"; on the pages {', '.join(on)}" if glue is ENGLISH else f" — {glue.comma.join(on)}") if on else ""
+        lines.append(f"{group[0].title} (report {rid}){where}")
         for p in group:
             lines.append(f"- {normalized(p.text)} [{', '.join(p.chunk_ids[:3])}]")
             quotes.append(Quote(p.chunk_ids[0] if p.chunk_ids else "", p.start, p.end, p.text, p.title))

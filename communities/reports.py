@@ -192,7 +192,9 @@ class ExtractiveReportWriter:
         about = [t for t in terms if title_worthy(t)][:2]
         topics = self._topics(ctx)
         worthy = [e.name for e in leads if self.worthy(e.name)]
-        glue = glue_for(list(ctx.passages) or [e.name for e in leads])
+        # (the language of the passages' text: their ids, which had been read here, are Latin whatever the corpus)
+        glue = glue_for([self.chunks[cid].text for cid in ctx.passages if cid in self.chunks]
+                        or [e.name for e in leads])
         title = topic_title(topics, worthy, glue=glue) or extractive_title(
             leads, ctx.relations, f"{kind[:1].upper()}{kind[1:]} entities" + (f" about {ENGLISH.join(about)}" if about else ""),
             self.worthy, glue)

@@ -203,3 +203,19 @@ def test_a_docs_title_names_the_page_about_the_communitys_central_members() -> N
     ctx = GraphIndex(snap).context(comm)
     title = ExtractiveReportWriter(CommunitySettings(), chunks).write(ctx).title
     assert title.startswith("TLS Certificates"), title
+
+
+def test_a_chinese_communitys_report_title_joins_its_names_with_no_english_words() -> None:
+    # The glue is chosen by the language of the community's passages: their text, not their ids (which are Latin
+    # in every corpus, and had made every title English: "调度器 with 工作节点 and 心跳").
+    import re
+
+    texts = ["调度器负责把任务分配给工作节点。调度器每五分钟运行一次。", "工作节点每秒发送心跳。心跳中断后工作节点被标记为离线。"]
+    chunks = {f"d{i}#0000": Chunk(f"d{i}#0000", f"d{i}", 0, t, 0, len(t), len(t), f"d{i}", f"h{i}")
+              for i, t in enumerate(texts)}
+    ents = [Entity("s", "调度器", "concept", "", ("d0#0000",)), Entity("w", "工作节点", "concept", "", ("d0#0000", "d1#0000")),
+            Entity("h", "心跳", "concept", "", ("d1#0000",))]
+    snap = GraphSnapshot(tuple(ents), ())  # (no relation whose words could title it: the names are joined)
+    ctx = GraphIndex(snap).context(Community("c", 0, None, ("s", "w", "h")))
+    title = ExtractiveReportWriter(CommunitySettings(), chunks).write(ctx).title
+    assert "工作节点" in title and not re.search(r"[A-Za-z]", title), title

@@ -20,7 +20,7 @@ from core.settings import ExtractionSettings
 from answers.answer import local_answer
 from answers.global_answer import global_answer
 from retrieval.index import ChunkIndex
-from routing.router import forced
+from routing.router import RouteDecision, forced
 
 import numpy as np
 
@@ -235,3 +235,32 @@ def test_an_answer_about_the_whole_names_the_corpus_sections_by_their_share(buil
     answer = global_answer("What are the main topics?", whole, reports, filed, None, 8, 3)
     assert answer.text.startswith("The corpus's sections, by their share of its text: runbooks (50%: ops); "
                                   "stories (50%: tale).\n\nAcross the corpus") and answer.points
+
+
+def test_a_chinese_global_answer_gives_the_corpus_words_alone() -> None:
+    """Asked in Chinese, the offline global answer has no English sentence of its own: report titles joined in the
+    corpus's language, quotes, and the citation marks ([chunk id], (report id)) a reader and the console follow."""
+    import re
+
+    texts = ["调度器负责把任务分配给工作节点。调度器每五分钟运行一次。", "工作节点每秒发送心跳。心跳中断后工作节点被标记为离线。"]
+    chunks = [Chunk(f"z{i}#0000", f"z{i}", 0, t, 0, len(t), len(t), f"z{i}", f"z{i}h") for i, t in enumerate(texts)]
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
+    settings = CommunitySettings(report_max_findings=3)
+    community = Community("c_zh", 0, None, tuple(sorted(e.id for e in entities)))
+    reports, _ = write_reports([community], GraphSnapshot(tuple(entities), tuple(relations)),
+                               ExtractiveReportWriter(settings, {c.id: c for c in chunks}), settings,
+                               chunk_hashes={c.id: c.content_hash for c in chunks})
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(chunks)
+    read = RouteDecision("global", (), 0.1, 0.9)  # as the router reads it: about the corpus as a whole
+    answer = global_answer("调度器和工作节点之间是什么关系？", forced("global", read), reports, index, None, 8, 3)
+    assert answer.points, answer.text
+    bare = re.sub(r"\[[^\[\]]+\]|\(report [^()]+\)", "", answer.text)
+    assert not re.search(r"[A-Za-z]", bare), answer.text
+    english = global_answer("How does the component called 调度器 relate to the others in these notes?",
+                            forced("global", read), reports, index, None, 8, 3)
+    assert english.text.startswith("Across the corpus"), english.text
+    # Read as a question about specific things, its words the two passages never use decline it, and say which
+    # (the bigrams that straddle two of its words, 么关 of 什么 + 关系, are none of them).
+    declined = global_answer("调度器和工作节点之间是什么关系？", forced("global"), reports, index, None, 8, 3)
+    assert not declined.covered and "'什么'" in declined.text and "么关" not in declined.text, declined.text
