@@ -39,8 +39,7 @@ from core.records import GraphSnapshot
 from core.text import spans
 from core.text.language import detect_language
 from core.text.lemma import forms
-from core.text.script import has_cjk
-from core.text.keys import PROSE_NAME_TYPES, walk_key
+from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
 from retrieval.lexicon import EntityLexicon, KnownEntity, keys_made_with, polish_bases, polish_chunks
@@ -296,8 +295,8 @@ class GraphWalk:
         capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses in the
         corpus (:meth:`share`)."""
         if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES
-                                           and not (self.types[j] == "concept" and has_cjk(self.names[j]))):
-            return True  # (a Chinese term, a concept, has no shape: the tagger found it in prose, as a name)
+                                           and not is_term(self.names[j], self.types[j])):
+            return True  # (a Chinese term has no shape: the tagger found it in prose, as a name)
         content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
         if content and all(w in capitalized for w in content):
             return True

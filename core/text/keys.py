@@ -7,6 +7,7 @@ import re
 import unicodedata
 
 from core.text.fold import fold
+from core.text.script import has_cjk
 from core.text.spans import closed
 
 
@@ -15,6 +16,15 @@ from core.text.spans import closed
 # uses their words before a question's words link them (retrieval.graph_walk); identifiers, services, error codes
 # and concepts are found by their shape.
 PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
+
+def is_term(name: str, type_: str) -> bool:
+    """Whether an entity is a Chinese term: a concept written in a CJK script, a common noun the tagger found in
+    prose (齿轮, 蒸汽机), not a name. Chinese has no capitals to tell the two apart: such a term is judged by how the
+    corpus uses its words before a question's words link it, as a name is (retrieval.graph_walk), and it is no
+    specific thing a question names (a question "about the main 主题 of these 文件" is still about the whole)."""
+    return type_ == "concept" and has_cjk(name)
+
+
 # Types whose names drop a leading article and a plural s ("The Spirit" and "Spirit", "Ghosts" and "Ghost").
 _NAME_TYPES = {"name", "person", "organization", "location", "geo", "concept", "event", "database", "service"}
 
