@@ -30,7 +30,8 @@ from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Report
 from core.text import cjk, shapes, spans
-from core.text.script import CJK_RUN
+from core.text.language import UNDETERMINED, detect_language
+from core.text.script import CJK_RUN, has_cjk
 from core.text.glue import ENGLISH, glue_for
 from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex
@@ -104,7 +105,8 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     names = list(shapes.names(question))
     absent = [n for n in names if all(_absent(t, index) for t in index.tokenizer(n))]
     words = question_words(question)
-    terms = list(dict.fromkeys(t for w in words for t in index.tokenizer(w)))
+    language = detect_language(question)  # (read once, as a whole: one word alone does not tell its language)
+    terms = list(dict.fromkeys(t for w in words for t in index.tokenizer(w, language)))
     df = index.bm25.document_frequency(terms) if terms else np.zeros(0)
     idf = np.log1p((max(1, len(index)) - df + 0.5) / (df + 0.5))
     oov = float(idf[df == 0].sum() / idf.sum()) if idf.size and idf.sum() > 0 else 0.0
@@ -117,7 +119,7 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     close = best is not None and best >= NAMES_ABSENT_COVER
     covered = close or ((not names or len(absent) < len(names)) and not (specific and oov >= ABSENT_SHARE))
     unseen = {t for t, d in zip(terms, df) if d == 0}
-    never = [w for w in words if (ts := index.tokenizer(w)) and set(ts) <= unseen]
+    never = [w for w in words if (ts := index.tokenizer(w, language)) and set(ts) <= unseen]
     missing = absent or (list(dict.fromkeys(never)) if specific and oov >= ABSENT_SHARE else [])
     return Coverage(covered, tuple(missing), best)
 
@@ -331,21 +333,30 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
         groups.setdefault(p.report_id, []).append(p)
     # The answer's own words are English; asked in another language, it gives the corpus's words alone: the report
     # titles (joined in the corpus's language), their pages joined by punctuation, and the quotes.
-    glue = glue_for([question])
+    english = asked_in_english(question)
+    glue = ENGLISH if english else glue_for([question])
     lines = [f"Across the corpus, {len(groups)} {'community bears' if len(groups) == 1 else 'communities bear'} "
-             "on the question:"] if glue is ENGLISH else []
+             "on the question:"] if english else []
     quotes: list[Quote] = []
     for rid, group in groups.items():
         if lines:
             lines.append("")
         on = (pages or {}).get(rid) or []
-        where = (f"; on the pages {', '.join(on)}" if glue is ENGLISH else f" — {glue.comma.join(on)}") if on else ""
+        where = (f"; on the pages {', '.join(on)}" if english else f" — {glue.comma.join(on)}") if on else ""
         lines.append(f"{group[0].title} (report {rid}){where}")
         for p in group:
             lines.append(f"- {normalized(p.text)} [{', '.join(p.chunk_ids[:3])}]")
             quotes.append(Quote(p.chunk_ids[0] if p.chunk_ids else "", p.start, p.end, p.text, p.title))
     return Answer(question, route, "offline", "\n".join(lines),
                   citations_of(index, [c for p in picked for c in p.chunk_ids[:3]]), tuple(groups), tuple(quotes))
+
+
+def asked_in_english(question: str) -> bool:
+    """Whether a question is asked in English, by its words in an alphabet: "What does 调度器 do?" is, however
+    many characters a Chinese name it quotes takes; one with no such word is English unless it is written in a
+    CJK script ("Main topics?" is, "主要主题？" is not)."""
+    language = detect_language(CJK_RUN.sub(" ", question))
+    return language == "en" or (language == UNDETERMINED and not has_cjk(question))
 
 
 def pick_level(reports: Sequence[Report], level: int | None) -> list[Report]:

@@ -36,7 +36,6 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from core.fitting import logistic
-from core.text.keys import is_term
 from core.text.names import find_entities
 from core.text.language import detect_language
 
@@ -88,12 +87,6 @@ class Evidence:
     hubs: tuple[str, ...]
     concentration: float | None  # top1 / mean(top 10) of the BM25 scores; None without an index or a match
     language: str = "und"  # core.text.language code of the question
-    terms: tuple[str, ...] = ()  # those of specific and hubs that spell a Chinese term (a common noun), no name
-
-    @property
-    def named(self) -> tuple[str, ...]:
-        """The entities the question names: the specific ones and the hubs, Chinese terms aside."""
-        return tuple(s for s in self.specific + self.hubs if s not in self.terms)
 
     @property
     def other_language(self) -> bool:
@@ -134,20 +127,17 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     has_index = lexicon is not None or scorer is not None
     specific: list[str] = []
     hubs: list[str] = []
-    terms: list[str] = []
     if lexicon is not None and lexicon.total_chunks > 0:
         # Each entity once, shown as the question writes it (a reason quotes the question, not the index's form).
         for span, e in lexicon.find_spans(question):
             (hubs if e.chunks / lexicon.total_chunks > HUB_SHARE else specific).append(span)
-            if is_term(e.name, e.type):
-                terms.append(span)
     concentration = None
     if scorer is not None:
         top = scorer.top_scores(question, 10)
         if top.size and top[0] > 0:
             concentration = float(top[0] / max(top.mean(), 1e-9))
     return Evidence(identifiers, names, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
-                    tuple(hubs), concentration, question_language(question), tuple(terms))
+                    tuple(hubs), concentration, question_language(question))
 
 
 @dataclass(frozen=True, slots=True)

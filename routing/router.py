@@ -38,7 +38,7 @@ class RouteDecision:
     reasons: tuple[str, ...]
     local_score: float  # calibrated P(local)
     global_score: float  # calibrated P(global)
-    entities: tuple[str, ...] = field(default=())  # the index's entities the question names (no Chinese term)
+    entities: tuple[str, ...] = field(default=())
     identifiers: tuple[str, ...] = field(default=())
     overridden: bool = False
     confidence: float = 1.0  # calibrated probability of ``route``
@@ -168,7 +168,7 @@ def route_question(question: str, lexicon: EntityLexicon | None = None, has_repo
         p_global = 0.0
     confidence = round(max(p_global, 1.0 - p_global), 4)
     return RouteDecision(route, tuple(reasons), round(1.0 - p_global, 4), round(p_global, 4),
-                         tuple(shown_entities(ev.named)), tuple(shown_entities(ev.identifiers)),
+                         tuple(shown_entities(ev.specific + ev.hubs)), tuple(shown_entities(ev.identifiers)),
                          confidence=confidence)
 
 

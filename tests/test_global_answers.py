@@ -264,3 +264,20 @@ def test_a_chinese_global_answer_gives_the_corpus_words_alone() -> None:
     # (the bigrams that straddle two of its words, 么关 of 什么 + 关系, are none of them).
     declined = global_answer("调度器和工作节点之间是什么关系？", forced("global"), reports, index, None, 8, 3)
     assert not declined.covered and "'什么'" in declined.text and "么关" not in declined.text, declined.text
+
+
+def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_of_chinese_names_is_english() -> None:
+    """The question's words are tokenized in the question's language (Polish lemmas), not each word alone (which
+    reads as no language and gets English stems); a short English question quoting a Chinese name is English."""
+    from answers.global_answer import asked_in_english, coverage
+
+    texts = ["Raport o awariach opisuje wnioski zespołu po przerwie w dostawie prądu.",
+             "Zespół przygotował raport o awariach serwerów i wnioski na przyszłość.",
+             "W tym roku nie było awarii w sieci w Krakowie.", "Wnioski z raportu trafiły do zarządu firmy."]
+    chunks = [Chunk(f"p{i}#0000", f"p{i}", 0, t, 0, len(t), len(t.split()), f"p{i}", f"p{i}h") for i, t in enumerate(texts)]
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(chunks)
+    cover = coverage("Jakie są najważniejsze wnioski z raportów o awariach?", index, lambda: None, forced("global"))
+    assert cover.covered, cover
+    assert asked_in_english("What does 调度器 do?") and asked_in_english("Main topics?")
+    assert not asked_in_english("这些文件主要涵盖哪些主题？") and not asked_in_english("Jakie są tematy tych notatek?")

@@ -337,13 +337,3 @@ def test_a_question_in_another_language_is_read_by_the_multilingual_model(router
     assert zh.route == "local" and any("multilingual" in r and "Chinese" in r for r in zh.reasons)
     assert en.route == "global" and not any("multilingual" in r for r in en.reasons)
 
-
-def test_a_chinese_term_the_question_shares_is_evidence_but_no_entity_it_names() -> None:
-    """A Chinese term is a common noun (主题, 文件): the router weighs it as an entity the index knows, but the
-    decision's entities (what makes a global question about something, not about the whole) are names only."""
-    lex = EntityLexicon([KnownEntity("主题", "concept", 2), KnownEntity("文件", "concept", 3),
-                         KnownEntity("蒙古", "location", 4)], 400)
-    ev = gather_evidence("这些文件主要涵盖哪些主题？", lex)
-    assert set(ev.specific) == {"文件", "主题"} and set(ev.terms) == {"文件", "主题"} and ev.named == ()
-    assert route_question("这些文件主要涵盖哪些主题？", lex).entities == ()
-    assert route_question("关于蒙古，这些文件说了什么？", lex).entities == ("蒙古",)

@@ -14,14 +14,14 @@ from core.text.spans import closed
 # The types of names read off capitals in prose (or a tagger): people, places, organizations, events. Only these
 # are aliases of their longer forms in a document (extraction.aliases), and only these are judged by how the corpus
 # uses their words before a question's words link them (retrieval.graph_walk); identifiers, services, error codes
-# and concepts are found by their shape.
+# and concepts are found by their shape (a Chinese term aside: :func:`is_term`).
 PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
+
 
 def is_term(name: str, type_: str) -> bool:
     """Whether an entity is a Chinese term: a concept written in a CJK script, a common noun the tagger found in
     prose (齿轮, 蒸汽机), not a name. Chinese has no capitals to tell the two apart: such a term is judged by how the
-    corpus uses its words before a question's words link it, as a name is (retrieval.graph_walk), and it is no
-    specific thing a question names (a question "about the main 主题 of these 文件" is still about the whole)."""
+    corpus uses its words before a question's words link it, as a name is (retrieval.graph_walk)."""
     return type_ == "concept" and has_cjk(name)
 
 
