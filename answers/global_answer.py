@@ -104,9 +104,9 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     corpus holds: its framing words ("themes") need not occur."""
     names = list(shapes.names(question))
     absent = [n for n in names if all(_absent(t, index) for t in index.tokenizer(n))]
-    words = question_words(question)
     language = detect_language(question)  # (read once, as a whole: one word alone does not tell its language)
-    terms = list(dict.fromkeys(t for w in words for t in index.tokenizer(w, language)))
+    tokens = {w: index.tokenizer(w, language) for w in question_words(question)}
+    terms = list(dict.fromkeys(t for ts in tokens.values() for t in ts))
     df = index.bm25.document_frequency(terms) if terms else np.zeros(0)
     idf = np.log1p((max(1, len(index)) - df + 0.5) / (df + 0.5))
     oov = float(idf[df == 0].sum() / idf.sum()) if idf.size and idf.sum() > 0 else 0.0
@@ -119,8 +119,8 @@ def coverage(question: str, index: ChunkIndex, vector: Callable[[], np.ndarray |
     close = best is not None and best >= NAMES_ABSENT_COVER
     covered = close or ((not names or len(absent) < len(names)) and not (specific and oov >= ABSENT_SHARE))
     unseen = {t for t, d in zip(terms, df) if d == 0}
-    never = [w for w in words if (ts := index.tokenizer(w, language)) and set(ts) <= unseen]
-    missing = absent or (list(dict.fromkeys(never)) if specific and oov >= ABSENT_SHARE else [])
+    never = [w for w, ts in tokens.items() if ts and set(ts) <= unseen]
+    missing = absent or (never if specific and oov >= ABSENT_SHARE else [])
     return Coverage(covered, tuple(missing), best)
 
 

@@ -126,7 +126,6 @@ def probe_digest() -> str:
     from extraction.loader import document_from_row, document_from_text
     from extraction.probe import PROBE
     from extraction import wordlike
-    from extraction.wordlike import WordModel
 
     docs: list[Document] = []
     for name, text in PROBE:
@@ -135,7 +134,7 @@ def probe_digest() -> str:
         else:
             docs.append(document_from_text(name, text))
     chunks = chunk_documents(docs, ChunkingSettings(chunk_tokens=64, overlap_tokens=8))
-    words = WordModel.of_texts(d.text for d in docs)
+    words = wordlike.WordModel.of_texts(d.text for d in docs)
     result = offline.OfflineExtractor(ExtractionSettings(), words=words).extract(chunks)
     output = {
         "documents": [[d.text, sorted(d.metadata.items(), key=str)] for d in docs],

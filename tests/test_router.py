@@ -336,4 +336,3 @@ def test_a_question_in_another_language_is_read_by_the_multilingual_model(router
     assert pl.route == "global" and any("multilingual" in r and "Polish" in r for r in pl.reasons)
     assert zh.route == "local" and any("multilingual" in r and "Chinese" in r for r in zh.reasons)
     assert en.route == "global" and not any("multilingual" in r for r in en.reasons)
-

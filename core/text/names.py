@@ -415,6 +415,11 @@ def _chinese(run: str, offset: int) -> list[Found]:
     out = [Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
            for n in cjk.names(run)]
     named = [(f.start, f.end) for f in out]
+
+    def term(s: int, e: int) -> None:  # a candidate term at [s, e), unless it overlaps a name
+        if all(e <= ns or s >= ne for ns, ne in named):
+            out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
+
     toks = cjk.tagged(run)
     i = 0
     while i < len(toks):
@@ -423,13 +428,11 @@ def _chinese(run: str, offset: int) -> list[Found]:
             j += 1
         if j - i >= 2:
             s, e = offset + toks[i].start, offset + toks[j - 1].start + len(toks[j - 1].word)
-            if e - s >= TERM_MIN_CHARS and all(e <= ns or s >= ne for ns, ne in named):
-                out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
+            if e - s >= TERM_MIN_CHARS:
+                term(s, e)
         for t in toks[i:max(j, i + 1)]:  # its nouns, each alone (齿轮 of 齿轮+磨损)
-            ts = offset + t.start
-            if t.tag in cjk.TERM_TAGS and _HAN_WORD.fullmatch(t.word) and all(
-                    ts + len(t.word) <= ns or ts >= ne for ns, ne in named):
-                out.append(Found(ts, ts + len(t.word), t.word, "concept", term=True))
+            if t.tag in cjk.TERM_TAGS and _HAN_WORD.fullmatch(t.word):
+                term(offset + t.start, offset + t.start + len(t.word))
         i = max(j, i + 1)
     return sorted(out, key=lambda f: f.start)
 
