@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -28,10 +28,11 @@ import numpy as np
 from answers.answer import Answer, Quote, citations_of, query_vector as _query_vector
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
-from core.records import Report
+from core.records import Finding, Report
 from core.text import cjk, shapes, spans
 from core.text.language import UNDETERMINED, detect_language
 from core.text.script import CJK_RUN, has_cjk
+from core.text.sentences import title_line
 from core.text.glue import ENGLISH, glue_for
 from retrieval.bm25 import BM25Index
 from retrieval.index import ChunkIndex
@@ -148,11 +149,20 @@ def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
                   covered=False)
 
 
-def about_the_whole(route: RouteDecision) -> bool:
+def about_the_whole(route: RouteDecision, reports: Sequence[Report] = ()) -> bool:
     """Whether a question asks about the collection as a whole: the router is sure it reads as global (also when
     the caller set the route: its reading is kept), and it names no entity the index knows. Its answer is then
-    what the corpus holds most of, not what shares its words."""
-    return route.global_score >= WHOLE_CONFIDENCE and not route.entities and not route.identifiers
+    what the corpus holds most of, not what shares its words.
+
+    A concept term (a Chinese common noun the index holds, :func:`core.text.keys.is_term`) names an entity here
+    only when it titles one of the ``reports``, the corpus's communities: it is then a topic of the corpus
+    ("文档整体上如何讨论蒸汽机？" of a corpus with a community about 蒸汽机 asks about that). A term that titles
+    none is one the question frames itself with, as an English question's lower-case nouns ("What are the main
+    topics of these documents?") name nothing: "這批文件大致涵蓋哪些主題？" is about the whole, though one paragraph
+    of the corpus repeats 主題 and the extractor made it a term."""
+    framing = {t for t in route.terms if not any(t in r.title for r in reports)}
+    names = set(route.entities) - framing
+    return route.global_score >= WHOLE_CONFIDENCE and not names and not route.identifiers
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +189,16 @@ def _report_chunks(report: Report) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+def _without_title_line(f: Finding, text: str, title: object) -> Finding:
+    """A quoted finding without the document's ``title`` line, which a report written before sentences left it
+    out (:func:`communities.sentences.whole_sentences`) glued to its first sentence."""
+    end = title_line(text, title) if chunk_is_first(f.chunk_ids[0]) else 0
+    if not f.start < end < f.end:
+        return f
+    start = end + len(text[end:f.end]) - len(text[end:f.end].lstrip())
+    return replace(f, text=text[start:f.end], start=start)
+
+
 def _candidates(reports: Sequence[Report], index: ChunkIndex | None) -> list[tuple[int, Point, float]]:
     """(report position, point with score 0, finding prior) for every sentence a report offers."""
     out: list[tuple[int, Point, float]] = []
@@ -190,6 +210,7 @@ def _candidates(reports: Sequence[Report], index: ChunkIndex | None) -> list[tup
                 # A quote whose chunk has changed since the report was written is no longer exact: skip it.
                 if row is None or index.rows[row].text[f.start:f.end] != f.text:
                     continue
+                f = _without_title_line(f, index.rows[row].text, index.rows[row].fields.get("title"))
             key = normalized(f.text)
             if key in seen:
                 continue
@@ -202,7 +223,8 @@ def _candidates(reports: Sequence[Report], index: ChunkIndex | None) -> list[tup
             row = index.by_id.get(cid)
             if row is None:
                 continue
-            for sent in sentences_of(cid, index.rows[row].text, chunk_is_first(cid)):
+            text, title = index.rows[row].text, index.rows[row].fields.get("title")
+            for sent in sentences_of(cid, text, chunk_is_first(cid), title):
                 key = normalized(sent.text)
                 if key not in seen:
                     seen.add(key)
@@ -379,7 +401,7 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     cover = coverage(question, index, lambda: qv, route)
     if not cover.covered:
         return not_covered(question, route, cover)
-    whole = about_the_whole(route)
+    whole = about_the_whole(route, reports)
     points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv, whole=whole)
     # A question about the whole gets the broadest communities' central points, a few from each.
     answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,

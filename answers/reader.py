@@ -231,7 +231,7 @@ class Reader:
         x, vecs, logits = self.score(q, pool, corpus, getattr(index, "vector_cache", None))
         sim = vecs @ vecs.T if vecs is not None else np.eye(len(logits))
         chosen = choose(logits, sim, self.weights.keep_share, n)
-        p = float(self.weights.p_answerable(answerability(Asked.of(q), x, logits, chosen)[None, :])[0])
+        p = float(self.weights.p_answerable(answerability(Asked.of(q), x, logits, chosen, sim)[None, :])[0])
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()
         best = pool.candidates[int(np.argmax(logits))].unit

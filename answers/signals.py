@@ -60,7 +60,7 @@ FEATURES = (
 _ANSWERABILITY = (
     "top_logit", "margin", "top_prob", "top_lex", "top_dense", "max_dense", "dense_contrast", "max_passage_lex",
     "top_unit_missing", "top_passage_missing", "least_passage_missing", "question_oov", "entities_found",
-    "kind_fit", "top_entities", "question_terms",
+    "kind_fit", "top_entities", "question_terms", "dense_over_units", "top_dense_over_units",
 )
 # Each signal again for a question written without spaces between words (Chinese): its terms are character
 # bigrams and its similarities run on another scale, so the model weighs them apart (a property of the script,
@@ -335,9 +335,23 @@ class Asked:
         return cls(q.kinds, q.oov, bool(q.entities), len(q.terms), has_cjk(q.text))
 
 
-def answerability(q: Asked, x: np.ndarray, logits: np.ndarray, chosen: Sequence[int]) -> np.ndarray:
+def units_background(sim: np.ndarray) -> float:
+    """How alike the candidates are to one another: the mean similarity of their vectors (``sim``, candidate by
+    candidate) over the pairs of different candidates; 0 with fewer than two. An embedder's cosines run on a scale
+    of their own per language and per corpus (multilingual-e5 puts two unrelated Chinese sentences closer than
+    two unrelated English ones, and a narrow corpus's sentences closer than an encyclopedia's), so a question's
+    similarity to its best unit is read against this level: it must stand out from what the corpus's units share
+    with one another, not only exceed a fixed cosine."""
+    m = len(sim)
+    if m < 2:
+        return 0.0
+    return float((sim.sum() - np.trace(sim)) / (m * m - m))
+
+
+def answerability(q: Asked, x: np.ndarray, logits: np.ndarray, chosen: Sequence[int], sim: np.ndarray) -> np.ndarray:
     """The question-level signals for whether the ``chosen`` candidates (rows of ``x``, best first) hold the
-    answer (columns :data:`ANSWERABILITY`)."""
+    answer (columns :data:`ANSWERABILITY`); ``sim``: the candidates' vector similarities to one another (the
+    identity without vectors)."""
     col = {name: i for i, name in enumerate(FEATURES)}
     unspaced = float(q.unspaced)
     if not len(logits) or not len(chosen):
@@ -358,6 +372,7 @@ def answerability(q: Asked, x: np.ndarray, logits: np.ndarray, chosen: Sequence[
     fit = (kinds["numeral"] * float(sel[:, col["numeral_new"]].max()) + kinds["name"] * float(sel[:, col["name_new"]].max())
            + kinds["long"] + kinds["short"])
     dense = x[:, col["dense"]]
+    background = units_background(sim)
     values = {
         "top_logit": float(logits[top]), "margin": float(logits[top]) - second, "top_prob": float(probs[top]),
         "top_lex": float(x[top, col["lex"]]), "top_dense": float(x[top, col["dense"]]),
@@ -369,6 +384,8 @@ def answerability(q: Asked, x: np.ndarray, logits: np.ndarray, chosen: Sequence[
         "question_oov": q.oov, "entities_found": float(x[:, col["entities_passage"]].max()) if q.has_entities else 1.0,
         "kind_fit": fit, "top_entities": float(sel[:, col["entities"]].max()) if q.has_entities else 1.0,
         "question_terms": math.log1p(q.n_terms),
+        "dense_over_units": float(dense.max()) - background if len(x) >= 2 else 0.0,
+        "top_dense_over_units": float(x[top, col["dense"]]) - background if len(x) >= 2 else 0.0,
     }
     base = np.array([values[name] for name in _ANSWERABILITY])
     return np.concatenate([base, [unspaced], unspaced * base])

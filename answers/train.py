@@ -553,7 +553,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
         chosen = choose(logits[r], pooled.sim[i], keep_share, N_UNITS)
         asked = Asked(kinds[i], float(pooled.oov[i]), bool(pooled.has_entities[i]), int(pooled.n_terms[i]),
                       has_cjk(e.question))
-        z.append(answerability(asked, x[r], logits[r], chosen))
+        z.append(answerability(asked, x[r], logits[r], chosen, pooled.sim[i]))
         hits.append(bool(e.own and chosen and pooled.y[r][chosen].any()))
     # The label is whether the corpus answers the question at all: a hard question of the corpus (its answer
     # missed by the quoted units) is still one to answer; another corpus's, SQuAD's unanswerable ones and those

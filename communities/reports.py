@@ -167,8 +167,9 @@ class ExtractiveReportWriter:
             if chunk is None:
                 continue
             if cid not in self._sentences:
+                title = chunk.metadata.get("title")
                 self._sentences[cid] = [(sent, normalized(sent.text))
-                                        for sent in sentences_of(cid, chunk.text, chunk.start == 0)]
+                                        for sent in sentences_of(cid, chunk.text, chunk.start == 0, title)]
             for sent, key in self._sentences[cid]:
                 if key not in seen:
                     seen.add(key)

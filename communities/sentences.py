@@ -22,7 +22,7 @@ import numpy as np
 
 from core.records import chunk_id as first_chunk_id, document_of
 from core.text.names import COMMON_WORDS
-from core.text.sentences import split_sentences
+from core.text.sentences import split_sentences, title_line
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,16 +49,22 @@ MIN_WORDS = 4
 _CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af]")
 MAX_CHARS = 700
 
-def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int, int]]:
+def whole_sentences(text: str, at_document_start: bool = True, title: str | None = None) -> list[tuple[int, int]]:
     """Spans of the whole sentences of a chunk's ``text``.
 
+    A document's ``title`` (its metadata title), on the line that opens it, is no part of its first sentence
+    (:func:`core.text.sentences.title_line`): the splitter would glue the two, a line break being no sentence end,
+    and every quote of that sentence would open with the title.
     The unit that opens a chunk is dropped unless the chunk opens its document (a window may start mid-sentence);
     a unit that does not end in sentence punctuation is dropped unless it is a list item followed by more text;
     a unit that starts in lower case after a closing quotation mark is its dialogue tag and is joined to it
     when only spaces or a single line break lie between. (Abbreviations and initials are the splitter's:
     :func:`core.text.sentences.split_sentences`.)"""
     spans: list[tuple[int, int, bool]] = []  # start, end, is a list item
+    title_end = title_line(text, title) if at_document_start else 0
     for s, e in split_sentences(text):
+        if s < title_end < e:
+            s = title_end
         while s < e and text[s].isspace():
             s += 1
         while e > s and text[e - 1].isspace():
@@ -93,8 +99,8 @@ def whole_sentences(text: str, at_document_start: bool = True) -> list[tuple[int
     return out
 
 
-def sentences_of(chunk_id: str, text: str, at_document_start: bool) -> list[Sentence]:
-    return [Sentence(chunk_id, s, e, text[s:e]) for s, e in whole_sentences(text, at_document_start)]
+def sentences_of(chunk_id: str, text: str, at_document_start: bool, title: str | None = None) -> list[Sentence]:
+    return [Sentence(chunk_id, s, e, text[s:e]) for s, e in whole_sentences(text, at_document_start, title)]
 
 
 def normalized(text: str) -> str:

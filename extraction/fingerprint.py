@@ -148,9 +148,9 @@ def probe_digest() -> str:
              and all(isinstance(v, str) for v in getattr(module, name))}
     # (and their numbers: a share or a count the probe's output may not exercise, such as a share of the corpus's
     # documents, which a probe of a few documents never reaches)
-    rules["numbers"] = {f"{module.__name__}.{name}": getattr(module, name) for module in (junk, names, offline, wordlike)
-                        for name in dir(module) if name.isupper() and not name.startswith("_")
-                        and type(getattr(module, name)) in (int, float)}
+    rules["numbers"] = {f"{module.__name__}.{name}": getattr(module, name)
+                        for module in (junk, names, offline, wordlike, cjk) for name in dir(module)
+                        if name.isupper() and not name.startswith("_") and type(getattr(module, name)) in (int, float)}
     rules["abbreviations"] = {k: [sorted(t) for t in v] for k, v in sentences._TABLES.items()}
     rules["tags"] = [sorted(cjk.NAME_TAGS.items()), sorted(cjk.NOUN_TAGS), sorted(cjk.TERM_TAGS)]
     return stable_hash(json.dumps([output, rules], ensure_ascii=False, sort_keys=True, default=str), size=6)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
 from core.text.names import Found, find_entities, ordinary_words
-from core.text.sentences import split_sentences
+from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
 from extraction.markdown_text import heading_line
 from extraction.types import ChunkExtraction, EntityMention, ExtractionResult, RelationMention
@@ -111,11 +111,7 @@ _TITLE_WORDS = re.compile(r"[^\W_]+")
 def _title_line(chunk: Chunk) -> int:
     """The end of the chunk's first line when the chunk opens its document and that line is the document's
     title (metadata ``title``), else 0."""
-    title = chunk.metadata.get("title")
-    if chunk.start != 0 or not isinstance(title, str) or not title.strip():
-        return 0
-    end = chunk.text.find("\n")
-    return end if end > 0 and chunk.text[:end].strip() == title.strip() else 0
+    return title_line(chunk.text, chunk.metadata.get("title")) if chunk.start == 0 else 0
 
 
 def _cells_apart(text: str, view: str) -> str:

@@ -37,6 +37,7 @@ import numpy as np
 
 from core.fitting import logistic
 from core.text.names import find_entities
+from core.text.keys import is_term
 from core.text.language import detect_language
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "weights.json"
@@ -87,6 +88,7 @@ class Evidence:
     hubs: tuple[str, ...]
     concentration: float | None  # top1 / mean(top 10) of the BM25 scores; None without an index or a match
     language: str = "und"  # core.text.language code of the question
+    terms: tuple[str, ...] = ()  # those of ``specific`` and ``hubs`` that spell concept terms only (is_term), no name
 
     @property
     def other_language(self) -> bool:
@@ -127,17 +129,24 @@ def gather_evidence(question: str, lexicon: Lexicon | None = None, scorer: Lexic
     has_index = lexicon is not None or scorer is not None
     specific: list[str] = []
     hubs: list[str] = []
+    terms: list[str] = []
+    named: set[str] = set()  # spans that spell an entity other than a term too
     if lexicon is not None and lexicon.total_chunks > 0:
         # Each entity once, shown as the question writes it (a reason quotes the question, not the index's form).
         for span, e in lexicon.find_spans(question):
             (hubs if e.chunks / lexicon.total_chunks > HUB_SHARE else specific).append(span)
+            if is_term(e.name, e.type):
+                terms.append(span)
+            else:
+                named.add(span)
     concentration = None
     if scorer is not None:
         top = scorer.top_scores(question, 10)
         if top.size and top[0] > 0:
             concentration = float(top[0] / max(top.mean(), 1e-9))
     return Evidence(identifiers, names, n_words, bool(_QUOTED.search(question)), has_index, tuple(specific),
-                    tuple(hubs), concentration, question_language(question))
+                    tuple(hubs), concentration, question_language(question),
+                    tuple(t for t in terms if t not in named))
 
 
 @dataclass(frozen=True, slots=True)

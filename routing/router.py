@@ -45,13 +45,15 @@ class RouteDecision:
     both_sides: bool = False  # answered from the local hits and the community reports
     graph_seeds: tuple[str, ...] = field(default=())  # entities that seed the graph walk (retrieval.graph_walk)
     graph_vector_seeds: tuple[str, ...] = field(default=())  # those of them linked by the question's vector
+    terms: tuple[str, ...] = field(default=())  # those of ``entities`` that name concepts, not names (Chinese
+    # terms, core.text.keys.is_term: 齿轮, 主题), as an English question's lower-case nouns name none
 
     def to_dict(self) -> dict[str, object]:
         return {"route": self.route, "reasons": list(self.reasons), "local_score": self.local_score,
                 "global_score": self.global_score, "entities": list(self.entities),
                 "identifiers": list(self.identifiers), "overridden": self.overridden,
                 "confidence": self.confidence, "both_sides": self.both_sides, "graph_seeds": list(self.graph_seeds),
-                "graph_vector_seeds": list(self.graph_vector_seeds)}
+                "graph_vector_seeds": list(self.graph_vector_seeds), "terms": list(self.terms)}
 
 
 class IndexScorer:
@@ -169,7 +171,7 @@ def route_question(question: str, lexicon: EntityLexicon | None = None, has_repo
     confidence = round(max(p_global, 1.0 - p_global), 4)
     return RouteDecision(route, tuple(reasons), round(1.0 - p_global, 4), round(p_global, 4),
                          tuple(shown_entities(ev.specific + ev.hubs)), tuple(shown_entities(ev.identifiers)),
-                         confidence=confidence)
+                         confidence=confidence, terms=tuple(shown_entities(ev.terms)))
 
 
 def forced(route: Route, read: RouteDecision | None = None) -> RouteDecision:
@@ -179,7 +181,7 @@ def forced(route: Route, read: RouteDecision | None = None) -> RouteDecision:
     if read is None:
         return decision
     return replace(decision, local_score=read.local_score, global_score=read.global_score, entities=read.entities,
-                   identifiers=read.identifiers)
+                   identifiers=read.identifiers, terms=read.terms)
 
 
 @lru_cache(maxsize=1)

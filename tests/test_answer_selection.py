@@ -70,7 +70,7 @@ def _report(cid: str, title: str, chunks: list[Chunk], members: int) -> "Report"
 
     findings = []
     for c in chunks[:2]:
-        end = c.text.index(".") + 1
+        end = min(i for i in (c.text.find("."), c.text.find("。")) if i >= 0) + 1  # the first sentence
         findings.append(Finding(c.text[:end], (c.id,), 0, end))
     inputs = {"entities": {f"{cid}_e{i}": "h" for i in range(members)}, "relations": {},
               "chunks": {c.id: c.content_hash for c in chunks}}
@@ -107,6 +107,40 @@ def test_a_question_about_the_whole_corpus_is_answered_by_its_broadest_communiti
     named = ask("Which pages describe link syntax?")
     assert named.report_ids[0] == "c_links", named.text
 
+
+def test_a_chinese_question_about_the_whole_is_not_held_by_the_concept_terms_it_frames_itself_with() -> None:
+    """"這些文件的主要主題是什麼？" ("What are the main topics of these documents?") names the corpus's concept
+    terms 文件 and 主題 (one minor page repeats them, and no community is titled by them): such a Chinese common
+    noun names no entity, as an English question's lower-case nouns name none, so the broadest communities answer
+    it. A name the index knows, or a term that titles a community, still makes the question one about it."""
+    from dataclasses import replace
+
+    from answers.global_answer import about_the_whole, global_answer
+    from retrieval.lexicon import EntityLexicon, KnownEntity
+    from routing.router import Router, forced
+
+    ships = [_chunk(f"ship{i}.md", f"第{i}號貨輪從史特拉斯堡港出發，沿萊茵河運送煤炭。港口的倉庫保存貨物。") for i in range(6)]
+    rice = [_chunk(f"rice{i}.md", f"稻米第{i}個品種在湖南種植，農民在夏季收割。稻穀曬乾後碾成白米。") for i in range(4)]
+    minor = [_chunk("art.md", "新約聖經的主題常見於繪畫。這些主題也出現在文件與電影中，文件記載了它們的來源。")]
+    reports = [_report("c_art", "新約聖經", minor, 2), _report("c_ships", "史特拉斯堡港", ships, 30),
+               _report("c_rice", "稻", rice, 12)]
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(ships + rice + minor)
+    lexicon = EntityLexicon([KnownEntity("主題", "concept", 1), KnownEntity("文件", "concept", 1),
+                             KnownEntity("史特拉斯堡港", "location", 6)], len(index))
+    router = Router.for_index(index, lexicon)
+    whole = router.route("這些文件的主要主題是什麼？")
+    assert set(whole.entities) == set(whole.terms) == {"文件", "主題"}, whole
+    assert whole.global_score >= 0.9 and about_the_whole(whole, reports)
+    answer = global_answer("這些文件的主要主題是什麼？", forced("global", whole), reports, index, None, 8, 4)
+    assert answer.covered and answer.report_ids[:2] == ("c_ships", "c_rice"), answer.text
+    named = router.route("史特拉斯堡港的主要主題是什麼？")
+    assert "史特拉斯堡港" in named.entities and "史特拉斯堡港" not in named.terms
+    assert not about_the_whole(forced("global", named), reports)
+    # a term that titles a community is a topic of the corpus: a question naming it is about it, however sure the
+    # router is that it reads as global
+    steam = replace(whole, entities=("文件", "稻"), terms=("文件", "稻"), global_score=0.97)
+    assert not about_the_whole(steam, reports) and about_the_whole(steam, reports[:2])
 
 def test_an_item_of_a_list_too_long_to_quote_whole_is_one_unit() -> None:
     """An options list longer than a quotable block: each option (its name, type, default and what it does) is
@@ -151,3 +185,24 @@ def test_a_what_is_question_quotes_the_definition_on_the_page_titled_by_the_term
     answer = local_answer("What is a Dispatcher?", forced("local"), index, 4, 2)
     assert answer.points and answer.points[0].text == "Dispatcher is the core API used to dispatch requests.", answer.text
     assert not any(p.text.startswith("Implements") for p in answer.points)
+
+
+def test_a_report_finding_quoted_with_its_documents_title_line_is_quoted_without_it() -> None:
+    """A report written before sentences left out a document's title line (its metadata title) quotes "Lower
+    Saxony\\nLower Saxony is a state..." as one sentence: the global answer quotes the sentence alone, still the
+    source text at its offsets."""
+    from dataclasses import replace
+
+    from answers.global_answer import map_reports
+    from core.records import Finding, Report
+
+    text = "Lower Saxony\nLower Saxony is a state in northwestern Germany. Its capital is Hanover on the Leine."
+    chunk = replace(_chunk("saxony.md", text), metadata={"title": "Lower Saxony"})
+    glued = text.index(".") + 1
+    report = Report("c_saxony", 0, "Lower Saxony", "Lower Saxony.", (Finding(text[:glued], (chunk.id,), 0, glued),),
+                    4.0, "c_saxony", "offline", "", "")
+    index = _index([chunk])
+    points = map_reports("Which state is Lower Saxony?", [report], index.tokenizer, 4, index=index)
+    quoted = [p for p in points if p.text.endswith("northwestern Germany.")]
+    assert [p.text for p in quoted] == ["Lower Saxony is a state in northwestern Germany."]
+    assert text[quoted[0].start:quoted[0].end] == quoted[0].text

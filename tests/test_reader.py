@@ -194,3 +194,27 @@ def test_a_question_is_asked_without_its_paragraph_only_when_no_other_paragraph_
     assert sorted((e.qid, e.without) for e in eps) == [("q0", "d0"), ("q2", "d1"), ("q3", "d2")]
     assert all(not e.own and not e.answerable and e.context == "s/0" for e in eps)
     assert len(without_paragraph("s", "s/0", rows, docs, 2)) == 2
+
+
+def test_a_best_unit_is_read_against_how_alike_the_candidates_are() -> None:
+    """An embedder's cosines run on a scale per language and corpus: the answerability signals read the best
+    unit's similarity against the candidates' similarity to one another, so a shift of the whole scale leaves
+    them alone, and the same cosine stands out less among candidates that are all alike."""
+    from answers.kinds import KINDS as kinds
+    from answers.signals import Asked, answerability, units_background
+
+    def signals(shift: float, alike: float) -> dict[str, float]:
+        x = np.zeros((3, len(FEATURES)))
+        x[:, FEATURES.index("dense")] = np.array([0.88, 0.80, 0.78]) + shift
+        sim = np.full((3, 3), alike + shift)
+        np.fill_diagonal(sim, 1.0)
+        asked = Asked(np.full(len(kinds), 1.0 / len(kinds)), 0.0, False, 4)
+        return dict(zip(ANSWERABILITY, answerability(asked, x, np.array([2.0, 1.0, 0.5]), [0], sim)))
+
+    assert units_background(np.eye(1)) == 0.0
+    assert units_background(np.array([[1.0, 0.8], [0.8, 1.0]])) == pytest.approx(0.8)
+    base, shifted, alike = signals(0.0, 0.80), signals(0.06, 0.80), signals(0.0, 0.86)
+    assert base["dense_over_units"] == pytest.approx(0.08) and base["top_dense_over_units"] == pytest.approx(0.08)
+    assert shifted["dense_over_units"] == pytest.approx(base["dense_over_units"])  # the scale moved, not the signal
+    assert shifted["max_dense"] == pytest.approx(base["max_dense"] + 0.06)
+    assert alike["dense_over_units"] == pytest.approx(0.02)

@@ -59,3 +59,22 @@ def test_a_quoted_span_is_still_the_source_text() -> None:
     text = "Read “Excession” by Iain M.\nBanks first. It is the best of them, many say."
     spans = whole_sentences(text)
     assert [text[s:e] for s, e in spans][0] == "Read “Excession” by Iain M.\nBanks first."
+
+
+@pytest.mark.parametrize("text, title, expected", [
+    # a document loaded with a title field opens with its title line: no part of the first sentence
+    ("Lower Saxony\nLower Saxony is a state in Germany. Its capital is Hanover.", "Lower Saxony",
+     ["Lower Saxony is a state in Germany.", "Its capital is Hanover."]),
+    ("下萨克森州\n下薩克森，位於德國西北部，與荷蘭接壤。其首府是漢諾威，人口超過五十萬。", "下萨克森州",
+     ["下薩克森，位於德國西北部，與荷蘭接壤。", "其首府是漢諾威，人口超過五十萬。"]),
+    # a first line that is not the document's title is prose, whatever it looks like
+    ("The revolt spread quickly from Paris to\nVienna and Berlin, where it ended.", "Revolutions of 1848",
+     ["The revolt spread quickly from Paris to\nVienna and Berlin, where it ended."]),
+    ("下薩克森位於德國西北部，面積四萬七千六百平方公里\n是德國第二大邦。", None,
+     ["下薩克森位於德國西北部，面積四萬七千六百平方公里\n是德國第二大邦。"]),
+])
+def test_a_documents_title_line_is_no_part_of_its_first_sentence(text: str, title: str | None,
+                                                                  expected: list[str]) -> None:
+    assert [text[s:e] for s, e in whole_sentences(text, True, title)] == expected
+    # not at the document's start, a chunk's first line is where a window cut: the unit it opens is dropped whole
+    assert [text[s:e] for s, e in whole_sentences(text, False, title)] == expected[1:]

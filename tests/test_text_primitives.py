@@ -3,6 +3,8 @@ Chinese (Simplified and Traditional)."""
 
 from __future__ import annotations
 
+import pytest
+
 from core.text import cjk, shapes
 from core.text.fold import fold
 from core.text.script import cjk_share, has_cjk
@@ -39,6 +41,28 @@ def test_chinese_names_come_from_the_tagger_and_keep_their_script() -> None:
     assert all(len(t) >= 2 for t in texts)
     assert {n.kind for n in traditional} >= {"place"}
     assert all("於" != t for t in texts)
+
+
+@pytest.mark.parametrize("text, name", [
+    ("1982年，米格尔·德·拉·马德里当选墨西哥总统。", "米格尔·德·拉·马德里"),  # 拉, a part the tagger reads as a verb
+    ("法军统帅路易斯•约瑟夫•德•蒙科姆在战斗中阵亡。", "路易斯•约瑟夫•德•蒙科姆"),  # 蒙+科姆: through the name token
+    ("托尔斯坦·凡勃伦是美国经济学家。", "托尔斯坦·凡勃伦"),  # 托尔斯+坦: cut before the interpunct
+])
+def test_a_name_joined_by_interpuncts_is_one_name_whatever_its_parts_are_tagged(text: str, name: str) -> None:
+    found = [n.text for n in cjk.names(text)]
+    assert name in found and not any(f != name and f in name for f in found), found
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("导演·张艺谋·主演·巩俐", ["张艺谋", "巩俐"]),  # an interpunct that separates fields joins no names
+    ("李白·静夜思·杜甫", ["李白", "杜甫"]),
+    ("约翰·在北京工作。", ["约翰", "北京"]),  # a preposition is no piece of a name
+    ("张伟·男·1980年出生", ["张伟"]),  # a name ends on a part tagged as a name
+    ("张三说·李四", ["张三", "李四"]),
+    ("他与约翰·史密斯见面后离开了。", ["约翰·史密斯"]),
+])
+def test_an_interpunct_joins_no_more_than_the_parts_of_a_name(text: str, expected: list[str]) -> None:
+    assert [n.text for n in cjk.names(text)] == expected
 
 
 def test_new_values_are_those_the_question_does_not_hold() -> None:

@@ -19,7 +19,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence
 
 NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "nt": "organization",
              "nz": "name"}
@@ -95,6 +95,40 @@ class Name:
     start: int
 
 
+MAX_PART_TOKENS = 3  # segmenter tokens one part of an interpunct-joined name spans at most
+# Tags of function words (prepositions, conjunctions, particles, adverbs, numerals, measure words, pronouns,
+# non-words, modal particles, interjections, onomatopoeia, directions, times), by their first letter: never a
+# piece of a name, whatever stands around them.
+_FUNCTION_TAGS = frozenset("pcudmqrxyeoft")
+
+
+def _han(word: str) -> bool:
+    return bool(word) and all("\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in word)
+
+
+def _piece(tok: Token) -> bool:
+    """Whether a token can be a piece of a transliterated name: a name the tagger found, or a single character it
+    took for a content word (拉 read as a verb in 米格尔·德·拉·马德里, 坦 cut from 托尔斯坦)."""
+    return tok.tag in NAME_TAGS or (len(tok.word) == 1 and _han(tok.word) and tok.tag[:1] not in _FUNCTION_TAGS)
+
+
+def _part(toks: Sequence[Token], k: int) -> int | None:
+    """The end of the name part that starts at token ``k``, after an interpunct, or None when none starts there.
+    The interpunct is how Chinese writes a transliterated name: a part between two of them belongs to the name
+    when its pieces (:func:`_piece`) could be a name's (拉 of 米格尔·德·拉·马德里); a last part runs through its
+    first token tagged as a name (德•蒙+科姆). An interpunct that separates fields ("导演·张艺谋·主演·巩俐") is
+    followed by words that are no pieces of a name, and joins nothing."""
+    m = k
+    while m < len(toks) and m - k < MAX_PART_TOKENS and _piece(toks[m]):
+        named = toks[m].tag in NAME_TAGS
+        m += 1
+        if m < len(toks) and toks[m].word in _JOINERS:
+            return m
+        if named:
+            return m
+    return None
+
+
 def names(text: str) -> list[Name]:
     """The proper names in ``text``, in order (a name may occur more than once)."""
     toks = tagged(text)
@@ -108,10 +142,15 @@ def names(text: str) -> list[Name]:
         while j < len(toks):
             if toks[j].tag in NAME_TAGS:
                 j += 1
-            elif toks[j].word in _JOINERS and j + 1 < len(toks) and toks[j + 1].tag in NAME_TAGS:
-                j += 2
+            elif toks[j].word in _JOINERS and (end := _part(toks, j + 1)) is not None:
+                j = end
+            elif (_piece(toks[j]) and toks[j].tag[:1] == "n" and j + 1 < len(toks) and toks[j + 1].word in _JOINERS
+                  and (end := _part(toks, j + 2)) is not None):
+                j = end  # the rest of a part the segmenter cut before the interpunct (托尔斯+坦·凡勃伦)
             else:
                 break
+        while j > i + 1 and toks[j - 1].tag not in NAME_TAGS:  # a name ends on a part the tagger took for one
+            j -= 1
         name = "".join(t.word for t in toks[i:j])
         if len(name) >= 2:
             out.append(Name(name, kind, toks[i].start))

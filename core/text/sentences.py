@@ -100,6 +100,16 @@ def _trim(text: str, view: str, s: int, e: int) -> tuple[int, int] | None:
     return (s, e) if view[s:e].strip() else None
 
 
+def title_line(text: str, title: object) -> int:
+    """The end of ``text``'s first line when that line is the document's ``title`` (its metadata title: a row
+    loaded with a ``title`` field opens with it on a line of its own), else 0. Call it on a document's opening
+    text only."""
+    if not isinstance(title, str) or not title.strip():
+        return 0
+    end = text.find("\n")
+    return end if end > 0 and text[:end].strip() == title.strip() else 0
+
+
 def split_sentences(text: str, boilerplate: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """Sentence spans of ``text`` (ends of ., !, ?, CJK full stops and semicolons, blank lines, list items,
     heading lines and table rows), found on its prose view: code blocks, front matter and licence boilerplate
