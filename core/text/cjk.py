@@ -99,7 +99,7 @@ MAX_PART_TOKENS = 3  # segmenter tokens one part of an interpunct-joined name sp
 # Tags of function words (prepositions, conjunctions, particles, adverbs, numerals, measure words, pronouns,
 # non-words, modal particles, interjections, onomatopoeia, directions, times), by their first letter: never a
 # piece of a name, whatever stands around them.
-_FUNCTION_TAGS = frozenset("pcudmqrxyeoft")
+FUNCTION_TAGS = frozenset("pcudmqrxyeoft")
 
 
 def _han(word: str) -> bool:
@@ -109,7 +109,7 @@ def _han(word: str) -> bool:
 def _piece(tok: Token) -> bool:
     """Whether a token can be a piece of a transliterated name: a name the tagger found, or a single character it
     took for a content word (拉 read as a verb in 米格尔·德·拉·马德里, 坦 cut from 托尔斯坦)."""
-    return tok.tag in NAME_TAGS or (len(tok.word) == 1 and _han(tok.word) and tok.tag[:1] not in _FUNCTION_TAGS)
+    return tok.tag in NAME_TAGS or (len(tok.word) == 1 and _han(tok.word) and tok.tag[:1] not in FUNCTION_TAGS)
 
 
 def _part(toks: Sequence[Token], k: int) -> int | None:
