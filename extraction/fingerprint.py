@@ -153,7 +153,7 @@ def probe_digest() -> str:
                         if name.isupper() and not name.startswith("_") and type(getattr(module, name)) in (int, float)}
     rules["abbreviations"] = {k: [sorted(t) for t in v] for k, v in sentences._TABLES.items()}
     rules["tags"] = [sorted(cjk.NAME_TAGS.items()), sorted(cjk.NOUN_TAGS), sorted(cjk.TERM_TAGS),
-                     sorted(cjk.FUNCTION_TAGS)]
+                     sorted(cjk.FUNCTION_TAGS), sorted(cjk.SPAN_BREAK_TAGS)]
     return stable_hash(json.dumps([output, rules], ensure_ascii=False, sort_keys=True, default=str), size=6)
 
 

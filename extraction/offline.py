@@ -186,7 +186,8 @@ class OfflineExtractor:
             found = [f if sent.heading else _opening_word_apart(f, sentence, by_position) for f in sent.found]
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
-                     and (not f.term or f.name in phrases and (self.words is None or not self.words.common_term(f.name)))]
+                     and (not f.term or f.name in phrases and (self.words is None or not self.words.common_term(f.name)))
+                     and (not f.joins or self.words is not None and self.words.cohesive(f.joins))]
             found = _outermost_terms(found)
             if self.words is not None:
                 found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)

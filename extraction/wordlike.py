@@ -23,17 +23,19 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from core.text.markup import prose_view
 from core.text.script import has_cjk
-from core.text.names import TERM_MIN_CHARS, capitalized_mid_sentence, chinese_terms, lower_case_words
+from core.text.names import (TERM_MIN_CHARS, capitalized_mid_sentence, chinese_segments, chinese_terms,
+                              lower_case_words)
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
 MIN_MEAN_PIECE = 2.5  # mean letters per piece below which a token is scraps of an encoded id
 MIN_TRAINING_WORDS = 200  # with fewer words of prose, the model judges nothing (every token is word-like)
 TERM_DOCUMENT_SHARE = 0.02  # a short candidate term more of the corpus's documents use is a common word (common_term)
+COHESION = 0.5  # share of one word's uses beside the other above which two Chinese words are one term (cohesive)
 LOWER_MAJORITY = 3  # a clause's first word is capitalized by position when written in lower case this many times as
 # often as with a capital mid-sentence (set, not tuned: a clear majority, so that "east" of "East Germany" stays)
 
@@ -89,6 +91,8 @@ class WordModel:
     pairs: Counter[tuple[str, str]] = field(default_factory=Counter)  # such a word and a capitalized next one
     documents: int = 0  # the texts read (of_texts) that are written in a CJK script
     term_documents: Counter[str] = field(default_factory=Counter)  # Chinese candidate terms: the texts using each
+    han_words: Counter[str] = field(default_factory=Counter)  # Chinese words in runs that may hold a term: uses
+    joined: Counter[tuple[str, str]] = field(default_factory=Counter)  # two such words side by side: uses
 
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
@@ -124,6 +128,8 @@ class WordModel:
         capital: Counter[str] = Counter()
         pairs: Counter[tuple[str, str]] = Counter()
         terms: Counter[str] = Counter()
+        han_words: Counter[str] = Counter()
+        joined: Counter[tuple[str, str]] = Counter()
         documents = 0
 
         def words() -> Iterator[str]:
@@ -133,6 +139,9 @@ class WordModel:
                 if has_cjk(view):  # (only a text in a CJK script can use a Chinese term: the share is of those)
                     documents += 1
                     terms.update(chinese_terms(view))
+                    for seg in chinese_segments(view):
+                        han_words.update(seg)
+                        joined.update(zip(seg, seg[1:]))
                 lower.update(lower_case_words(view))
                 for word, after in capitalized_mid_sentence(view, t if len(t) == len(view) else None):
                     capital[word] += 1
@@ -143,6 +152,7 @@ class WordModel:
         model = cls.fit(words())
         model.lower, model.capital, model.pairs = lower, capital, pairs
         model.documents, model.term_documents = documents, terms
+        model.han_words, model.joined = han_words, joined
         return model
 
     def score(self, piece: str) -> float:
@@ -186,6 +196,24 @@ class WordModel:
         if len(term) >= TERM_MIN_CHARS:
             return False
         return self.term_documents.get(term, 0) > max(2.0, TERM_DOCUMENT_SHARE * self.documents)
+
+    def cohesive(self, joins: Sequence[tuple[str, str]]) -> bool:
+        """Whether a span of Chinese words is one term by how the corpus writes its words (``joins``: each pair of
+        neighbours in it, in order), each pair more than once: at every join, the two stand together in at least
+        :data:`COHESION` of the uses of one of them (免疫 + 缺陷: most uses of 缺陷; 公民 + 不 + 服从); and a word of
+        one character at either end stands there in that share of its own uses (碗 of 超级碗 in a corpus about
+        the Super Bowl). A single character that stands beside many words (是 of 是对流层, 说 of 博士说, 已 of
+        上帝已) is a word of the sentence, not of the term, however few uses the term's other word has."""
+        last = len(joins) - 1
+        for k, (a, b) in enumerate(joins):
+            n = self.joined.get((a, b), 0)
+            uses_a, uses_b = self.han_words.get(a, 0), self.han_words.get(b, 0)
+            if n < 2 or n < COHESION * min(uses_a, uses_b):
+                return False
+            if ((k == 0 and len(a) == 1 and n < COHESION * uses_a)
+                    or (k == last and len(b) == 1 and n < COHESION * uses_b)):
+                return False
+        return True
 
     @property
     def active(self) -> bool:

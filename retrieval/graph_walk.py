@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -42,7 +43,7 @@ from core.text.lemma import forms
 from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
-from retrieval.lexicon import EntityLexicon, KnownEntity, keys_made_with, polish_bases, polish_chunks
+from retrieval.lexicon import EntityLexicon, KnownEntity, keys_made_with, long_enough, polish_bases, polish_chunks
 from retrieval.pagerank import pagerank_sparse
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,30 @@ NO_LINK = Link(())
 SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
 
 
+_NAME_PARTS = re.compile(r"[\s·‧•・]+")  # what separates the parts of a name: spaces, and interpuncts in Chinese
+
+
+def last_parts(names: Sequence[str], types: Sequence[str], bases: Mapping[str, str],
+               keys: Mapping[str, list[int]]) -> dict[str, list[int]]:
+    """Walk key of a name's last part -> the one entity whose name ends so: "Stiglitz" names "Joseph Stiglitz",
+    埃尔维 names 约翰·埃尔维, as a text names a person by the family name after it has given the whole. Only names
+    found in prose (:data:`PROSE_NAME_TYPES`) of two parts or more, in their base form too (``bases``); not a part
+    that is a whole name's key (``keys``: "Chicago" names the city, not "University of Chicago"), not one too short
+    to tell (:func:`retrieval.lexicon.long_enough`), and not one that ends two names ("Cratchit" of "Bob Cratchit"
+    and "Mrs. Cratchit": which one the question means is not said)."""
+    owners: dict[str, set[int]] = {}
+    for j, (name, type_) in enumerate(zip(names, types)):
+        if type_ not in PROSE_NAME_TYPES:
+            continue
+        for written in (name, bases[name]) if name in bases else (name,):
+            parts = [p for p in _NAME_PARTS.split(written.strip()) if p]
+            if len(parts) >= 2:
+                key = walk_key(parts[-1])
+                if key and key not in keys and long_enough(key) and not key.isdigit():
+                    owners.setdefault(key, set()).add(j)
+    return {k: sorted(js) for k, js in owners.items() if len(js) == 1}
+
+
 class GraphWalk:
     """Personalized PageRank over one generation's entity+chunk graph (see the module docstring)."""
 
@@ -117,6 +142,7 @@ class GraphWalk:
                  counts: Mapping[str, int], is_stop: Callable[[str], bool], max_words: int | None = None) -> None:
         self.entity_ids, self.names, self.df = list(entity_ids), list(names), df
         self.keys = keys  # walk key -> entity positions
+        self.parts: Mapping[str, list[int]] = {}  # walk key of a name's last part -> its one entity (last_parts)
         self.out_edges = out_edges  # row-stochastic over (entities, then rows): row j, where a walker at node j steps
         self.n_entities, self.n_rows = len(self.entity_ids), n_rows
         self.lexicon, self.params, self.counts, self.is_stop = lexicon, params, dict(counts), is_stop
@@ -221,6 +247,7 @@ class GraphWalk:
         walk = cls([e.id for e in entities], [e.name for e in entities], df, keys, out_edges, n_rows, lexicon,
                    params, counts, is_stop)
         walk.types = [e.type for e in entities]
+        walk.parts = last_parts(walk.names, walk.types, bases, keys)
         return walk
 
     def stats(self) -> dict[str, int]:
@@ -231,9 +258,10 @@ class GraphWalk:
     def link(self, question: str, query_vector: np.ndarray | None = None) -> Link:
         """The entities the question names: the longest spans of its words whose normalized name (case,
         punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
-        that are not part of a longer one. In a question that capitalizes names, a lowercase span does not name
-        a capitalized entity. Entities mentioned in more than ``max_entity_share`` of the chunks seed nothing;
-        each seed weighs by its inverse chunk frequency. A name found in prose seeds only when the question
+        that are not part of a longer one; where no whole name is spelled, a span that is the last part of one
+        name alone (:func:`last_parts`: "Stiglitz" of "Joseph Stiglitz"). In a question that capitalizes names, a
+        lowercase span does not name a capitalized entity. Entities mentioned in more than ``max_entity_share`` of
+        the chunks seed nothing; each seed weighs by its inverse chunk frequency. A name found in prose seeds only when the question
         capitalizes the span amid lower-case words, or when at least ``name_share`` of the chunks holding its
         words lie in documents that mention it (:meth:`share`): "type" does not name "Types", met once where a
         heading opened a line, in a corpus where "type" is an ordinary word; identifiers and other shaped
@@ -260,6 +288,9 @@ class GraphWalk:
                 span = spans.join(words[i:i + n])
                 hits = [j for form in forms(span, language) for j in self.keys.get(walk_key(form), ())
                         if names(span, self.names[j])]
+                if not hits:  # a name's last part, when no whole name is spelled here
+                    hits = [j for form in forms(span, language) for j in self.parts.get(walk_key(form), ())
+                            if self._names_by_part(words, i, n, self.names[j])]
                 if hits and not self.is_stop(span):
                     for j in hits:
                         found.setdefault(j, (span, span))
@@ -288,6 +319,22 @@ class GraphWalk:
             seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit)
         seeds.sort(key=lambda s: (-s.weight, s.name))
         return Link(tuple(seeds))
+
+    @staticmethod
+    def _names_by_part(words: Sequence[spans.Word], i: int, n: int, name: str) -> bool:
+        """Whether the question's words ``i`` to ``i + n`` name ``name`` by its last part: in a script with case,
+        written capitalized ("Patriots", not "goal" for "Millennium Development Goals") and not inside a longer name
+        the question writes: a capitalized word beside it is one of the name's own ("Joseph Stiglitz" for "Economist
+        Joseph Stiglitz"; "Grammy Award" is not "Academy Award", nor "Ice Age" "Middle Ages")."""
+        text = words[i].text
+        if text.lower() == text.upper():
+            return True  # (a script without case: 埃尔维 of 约翰·埃尔维)
+        if not text[:1].isupper():
+            return False
+        own = {walk_key(w) for w in _NAME_PARTS.split(name)}
+        # (the question's first word is capitalized by its place, so it says nothing of a name beside it)
+        beside = ([words[i - 1]] if i > 1 else []) + ([words[i + n]] if i + n < len(words) else [])
+        return all(not w.text[:1].isupper() or walk_key(w.text) in own for w in beside)
 
     def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
         """Whether the question's words ``matched`` name entity ``j``: an entity of a shape (an identifier, a
@@ -521,7 +568,7 @@ def fit_to_index(walk: GraphWalk, index: Any) -> GraphWalk:
 # A generation holds its walk built (``index/walk.npz``: the transition matrix and the entities' chunk counts;
 # ``index/walk.json``: the entities and their keys), so loading it parses no graph and normalizes no name
 # (bench.pipeline: the load's time and resident memory).
-WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 1
+WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 2  # (2: with the names' last parts)
 
 
 def save_walk(walk: GraphWalk, folder: Path, lexicon: EntityLexicon) -> None:
@@ -532,7 +579,7 @@ def save_walk(walk: GraphWalk, folder: Path, lexicon: EntityLexicon) -> None:
     np.savez(folder / WALK_ARRAYS, indptr=m.indptr, indices=m.indices, data=m.data, df=walk.df)
     meta = {"format": WALK_FORMAT, "keys_made_with": keys_made_with(), "relation_weight": walk.params.relation_weight,
             "synonym_weight": walk.params.synonym_weight, "rows": walk.n_rows, "max_words": walk.max_words,
-            "ids": walk.entity_ids, "names": walk.names, "types": walk.types, "keys": walk.keys,
+            "ids": walk.entity_ids, "names": walk.names, "types": walk.types, "keys": walk.keys, "parts": walk.parts,
             "counts": walk.counts}
     if walk.lexicon.by_key != lexicon.by_key or walk.lexicon.max_words != lexicon.max_words:
         meta["lexicon"] = walk.lexicon.to_json()
@@ -555,8 +602,8 @@ def walk_meta(folder: Path, n_rows: int, params: WalkParams) -> dict[str, Any] |
     n_e = len(meta["ids"])
     if meta["rows"] != n_rows:
         raise ValueError(f"{WALK_META} is for {meta['rows']} chunk rows, the index holds {n_rows}")
-    if (len(meta["names"]) != n_e or len(meta["types"]) != n_e
-            or any(p < 0 or p >= n_e for ps in meta["keys"].values() for p in ps)):
+    if (len(meta["names"]) != n_e or len(meta["types"]) != n_e or not isinstance(meta.get("parts"), dict)
+            or any(p < 0 or p >= n_e for ps in (*meta["keys"].values(), *meta["parts"].values()) for p in ps)):
         raise ValueError(f"{WALK_META} lists its entities' names, types and keys unevenly")
     return meta
 
@@ -579,6 +626,7 @@ def load_walk(folder: Path, meta: dict[str, Any], params: WalkParams, lexicon: E
     walk = GraphWalk(ids, names, df, meta["keys"], out_edges, n_rows, lexicon, params, meta["counts"],
                      lambda _: False, max_words=int(meta["max_words"]))
     walk.types = list(types)
+    walk.parts = meta["parts"]
     return walk
 
 

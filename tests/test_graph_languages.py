@@ -67,6 +67,29 @@ def test_a_corpus_about_one_system_keeps_its_hub_term_and_a_kept_run_stands_for_
         assert ("调度器", "工作节点") in pairs and not any("节点" in (a, b) for a, b in pairs), pairs
 
 
+def test_a_term_the_dictionary_splits_is_one_entity_where_the_corpus_writes_its_words_together() -> None:
+    """超级碗 is 超级 + 碗 to the segmenter, 碗 tagged as a measure word: no run of nouns. The corpus writes the two
+    together wherever it uses 碗, so the span is a term. A word beside many others joins no term: 是 of 是对流层
+    (是 opens many clauses), 说 of 博士说. With no corpus to judge by, no such span is kept."""
+    from extraction.wordlike import WordModel
+
+    docs = ["第四十九届超级碗在亚利桑那举行。野马队赢得了超级碗。",
+            "超级碗是美国的年度冠军赛。每年二月举行超级碗。",
+            "最低的一层是对流层。天气现象发生在对流层。博士说对流层很薄。",
+            "博士说温度很高。博士说这是第一次。他是医生。这是实验室。那是图书馆。",
+            "他是学生。她是老师。这是问题。对流层是大气的一部分。",
+            "他说很好。老师说不行。学生说可以。医生说没事。"]
+    words = WordModel.of_texts(docs)
+    assert words.cohesive([("超级", "碗")])
+    assert not words.cohesive([("是", "对流层")]) and not words.cohesive([("博士", "说")])
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(docs)])
+    found = {e.name for ex in result.extractions for e in ex.entities}
+    assert "超级碗" in found, found
+    assert not any(n.startswith("是") or n.endswith("说") for n in found), found
+    alone = OfflineExtractor(ExtractionSettings()).extract([_chunk("d0", docs[0])])
+    assert "超级碗" not in {e.name for e in alone.extractions[0].entities}
+
+
 def test_chinese_names_come_typed_and_whole_traditional_as_written() -> None:
     names = dict(_entities("职业碗防守截锋卡万·肖特以 11 分领先于全队，他的队友马里奥·爱迪生贡献了 6 次擒杀。",
                            "在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。"))

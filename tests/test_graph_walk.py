@@ -185,6 +185,29 @@ def test_names_link_up_to_case_punctuation_underscores_hyphens_and_accents() -> 
     assert walk_key("Lothair II's") == walk_key("lothair ii")
 
 
+def test_a_name_is_linked_by_its_last_part_alone_where_that_names_one_entity() -> None:
+    from core.records import Entity, GraphSnapshot
+    from retrieval.graph_walk import GraphWalk
+
+    names = [("Joseph Stiglitz", "name"), ("Millennium Development Goals", "name"), ("Academy Award", "name"),
+             ("Bob Cratchit", "name"), ("Mrs. Cratchit", "name"), ("University of Chicago", "name"),
+             ("Chicago", "name"), ("约翰·埃尔维", "person"), ("调度器", "concept")]
+    entities = tuple(Entity(f"e{i}", n, t, "", (f"c{i}",)) for i, (n, t) in enumerate(names))
+    walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(len(names))}, len(names))
+    assert set(walk.parts) == {walk_key("Stiglitz"), walk_key("Goals"), walk_key("Award"), walk_key("埃尔维")}
+
+    def seeds(question: str) -> set[str]:
+        return {s.name for s in walk.link(question).seeds}
+
+    assert seeds("What did Stiglitz present in 2009?") == {"Joseph Stiglitz"}
+    assert seeds("What are both Branko Milanovic and Joseph Stiglitz?") == {"Joseph Stiglitz"}
+    assert seeds("埃尔维在 38 岁时赢得了哪一届超级碗？") == {"约翰·埃尔维"}
+    assert seeds("What goals do the protests have in Chicago?") == {"Chicago"}  # lower case: a common noun
+    assert seeds("How many Grammy Awards has she won?") == set()  # inside a longer name the question writes
+    assert seeds("What did Cratchit say?") == set()  # the last part of two names: which one is not said
+    assert seeds("Where is the University of Chicago?") == {"University of Chicago"}  # the whole name first
+
+
 def test_the_walk_works_the_same_over_neo4j(neo4j_store_settings: StoreSettings, tmp_path: Path) -> None:
     from core.store.neo4j_store import Neo4jGraphStore
     from strata.engine import Engine

@@ -43,7 +43,7 @@ def _published(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-unt
 
 def _same_walk(a: GraphWalk, b: GraphWalk) -> None:
     assert a.entity_ids == b.entity_ids and a.names == b.names and a.types == b.types
-    assert np.array_equal(a.df, b.df) and a.keys == b.keys and a.max_words == b.max_words
+    assert np.array_equal(a.df, b.df) and a.keys == b.keys and a.parts == b.parts and a.max_words == b.max_words
     assert a.counts == b.counts and a.n_rows == b.n_rows
     assert (a.out_edges != b.out_edges).nnz == 0 and a.out_edges.shape == b.out_edges.shape
     assert a.lexicon.by_key == b.lexicon.by_key and a.lexicon.max_words == b.lexicon.max_words

@@ -26,9 +26,10 @@ NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "
 NUMERAL_TAG = "m"
 # Common nouns, verbal and other nouns, and Latin-script runs: the parts a technical term is made of (调度+器).
 NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
-# Common nouns and abbreviations (中医): a word the segmenter keeps whole with one of these tags is a candidate term
-# (黑死病, 蒸汽机), an entity where a document repeats it and few documents of the corpus use it.
-TERM_TAGS = frozenset({"n", "j"})
+# Common nouns, abbreviations (中医) and set phrases (l: 量子力学, 文艺复兴, and names it knows so, 忽必烈): a word the
+# segmenter keeps whole with one of these tags is a candidate term (黑死病, 蒸汽机), an entity where a document repeats
+# it and few documents of the corpus use it.
+TERM_TAGS = frozenset({"n", "j", "l"})
 _JOINERS = frozenset("·‧•・")
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -100,6 +101,30 @@ MAX_PART_TOKENS = 3  # segmenter tokens one part of an interpunct-joined name sp
 # non-words, modal particles, interjections, onomatopoeia, directions, times), by their first letter: never a
 # piece of a name, whatever stands around them.
 FUNCTION_TAGS = frozenset("pcudmqrxyeoft")
+
+
+# Tags that end a span of words the corpus may use as one term (see :func:`segments`): the function tags less
+# adverbs and measure words, which the tagger also gives to characters of a term its dictionary lacks (不 of 不平等,
+# 碗 of 超级碗, 枝 of 进化枝); whether such a word belongs to its neighbour is the corpus's to say (how often the two
+# stand together: extraction.wordlike.WordModel.cohesive), not its tag's.
+SPAN_BREAK_TAGS = FUNCTION_TAGS - {"d", "q"}
+
+
+def segments(text: str) -> list[tuple[Token, ...]]:
+    """The runs of words in ``text`` that may hold a term: Han words side by side, none tagged with one of
+    :data:`SPAN_BREAK_TAGS` (a particle, a preposition, a numeral, punctuation or a space ends a run)."""
+    out: list[tuple[Token, ...]] = []
+    run: list[Token] = []
+    for tok in tagged(text):
+        if tok.tag[:1] in SPAN_BREAK_TAGS or not _han(tok.word):
+            if run:
+                out.append(tuple(run))
+            run = []
+        else:
+            run.append(tok)
+    if run:
+        out.append(tuple(run))
+    return out
 
 
 def _han(word: str) -> bool:

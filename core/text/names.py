@@ -91,6 +91,7 @@ class Found:
     opens: bool = False  # a run of capitalized words opening its clause: its first word is capitalized by position
     possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
     term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
+    joins: tuple[tuple[str, str], ...] = ()  # a span of Chinese words: its pairs of neighbours (kept when cohesive)
 
 
 # A word standing alone (not a piece of an identifier, path or code); it is an ordinary word when it is all in
@@ -404,6 +405,8 @@ def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Fin
 
 _CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
 TERM_MIN_CHARS = 3  # a run of nouns shorter than this is two common words side by side, not a term
+SPAN_MAX_WORDS = 4  # words of a span of Chinese words that may be a term (超级+碗, 公民+不+服从), at most
+SPAN_MAX_CHARS = 8  # and characters
 _HAN_WORD = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
 
 
@@ -411,7 +414,9 @@ def _chinese(run: str, offset: int) -> list[Found]:
     """The proper names of a run of Chinese text (typed by the tagger), and its candidate terms, with offsets
     ``offset`` on: runs of two or more nouns of at least :data:`TERM_MIN_CHARS` characters (调度+器), and the
     nouns the segmenter keeps whole (:data:`core.text.cjk.TERM_TAGS`: 黑死病, 蒸汽机, 齿轮), inside such a run
-    too: a run and its nouns may overlap, and the extractor judges each by its uses."""
+    too: a run and its nouns may overlap, and the extractor judges each by its uses; and spans of two to
+    :data:`SPAN_MAX_WORDS` words of a run that may hold a term (:func:`core.text.cjk.segments`), with their joins,
+    which the extractor keeps only where the corpus writes those words together."""
     out = [Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
            for n in cjk.names(run)]
     named = [(f.start, f.end) for f in out]
@@ -421,6 +426,7 @@ def _chinese(run: str, offset: int) -> list[Found]:
             out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
 
     toks = cjk.tagged(run)
+    runs: set[tuple[int, int]] = set()
     i = 0
     while i < len(toks):
         j = i
@@ -430,16 +436,38 @@ def _chinese(run: str, offset: int) -> list[Found]:
             s, e = offset + toks[i].start, offset + toks[j - 1].start + len(toks[j - 1].word)
             if e - s >= TERM_MIN_CHARS:
                 term(s, e)
+                runs.add((s, e))
         for t in toks[i:max(j, i + 1)]:  # its nouns, each alone (齿轮 of 齿轮+磨损)
             if t.tag in cjk.TERM_TAGS and _HAN_WORD.fullmatch(t.word):
                 term(offset + t.start, offset + t.start + len(t.word))
         i = max(j, i + 1)
+    # Spans of words that the dictionary does not hold as one and tags otherwise (超级+碗, 免疫+缺陷, 公民+不+服从):
+    # candidates the extractor keeps only where the corpus writes their words together (their joins).
+    for seg in cjk.segments(run):
+        for a in range(len(seg)):
+            for b in range(a + 2, min(len(seg), a + SPAN_MAX_WORDS) + 1):
+                s, e = offset + seg[a].start, offset + seg[b - 1].start + len(seg[b - 1].word)
+                if TERM_MIN_CHARS <= e - s <= SPAN_MAX_CHARS and (s, e) not in runs and all(
+                        e <= ns or s >= ne for ns, ne in named):
+                    joins = tuple((seg[k].word, seg[k + 1].word) for k in range(a, b - 1))
+                    out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True, joins=joins))
     return sorted(out, key=lambda f: f.start)
+
+
+def chinese_segments(view: str) -> Iterable[tuple[str, ...]]:
+    """The runs of Chinese words in a text's prose view that may hold a term (:func:`core.text.cjk.segments`), as
+    their words: what the corpus's counts of words standing together (:class:`extraction.wordlike.WordModel`)
+    read."""
+    for m in _CJK_RUN.finditer(view):
+        if _HAN_WORD.search(m.group(0)):
+            for seg in cjk.segments(m.group(0)):
+                yield tuple(t.word for t in seg)
 
 
 def chinese_terms(view: str) -> set[str]:
     """The candidate terms of a text's prose view (:func:`_chinese`), each once: what the corpus's count of the
-    documents using a term (:class:`extraction.wordlike.WordModel`) reads."""
+    documents using a term (:class:`extraction.wordlike.WordModel`) reads. Not the spans of words, which are
+    judged by their joins instead, and at three characters or more are never a common word (``common_term``)."""
     return {f.name for m in _CJK_RUN.finditer(view) if _HAN_WORD.search(m.group(0))
-            for f in _chinese(m.group(0), 0) if f.term}
+            for f in _chinese(m.group(0), 0) if f.term and not f.joins}
 
