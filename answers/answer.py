@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from answers.messages import say
 from answers.reader import Reader, Reading
 from answers.units import Unit
 from core.records import document_of
@@ -133,15 +134,14 @@ def quoted_text(units: Sequence[Unit]) -> str:
 
 def declined(question: str, route: RouteDecision, index: ChunkIndex, reading: Reading) -> Answer:
     """The answer to a question the passages do not seem to answer: what came closest and where."""
-    text = (f"The indexed text does not seem to answer this question (the reader gives {reading.probability:.2f} "
-            f"that it does; it answers from {reading.threshold:.2f}).")
+    text = say("declined", question, p=reading.probability, t=reading.threshold)
     cited: list[str] = []
     if reading.closest is not None:
         close = reading.closest
         where = source_of(index, close.chunk_id) or close.chunk_id
         excerpt = " ".join(close.text.split())
         excerpt = excerpt if len(excerpt) <= 300 else excerpt[:297].rsplit(" ", 1)[0] + " ..."
-        text += f"\nClosest, in {where}: \u201c{excerpt}\u201d [{close.chunk_id}]"
+        text += "\n" + say("closest", question, where=where, excerpt=excerpt, chunk=close.chunk_id)
         cited.append(close.chunk_id)
     return Answer(question, route, "offline", text, citations_of(index, cited), covered=False,
                   confidence=round(reading.probability, 4))
@@ -165,7 +165,7 @@ def local_answer(question: str, route: RouteDecision, index: ChunkIndex, top_k: 
     one; the reader reads every question with its own multilingual vector.)"""
     hits, reading = read_hits(question, index, top_k, n_sentences, metadata_filter, lexicon=lexicon, reader=reader)
     if reading is None:
-        return Answer(question, route, "offline", "No indexed chunk matches this question.", (), covered=False)
+        return Answer(question, route, "offline", say("no_match", question), (), covered=False)
     return answer_from(question, route, index, reading)
 
 

@@ -15,11 +15,10 @@ import numpy as np
 from core.records import Report
 from answers.answer import Answer, local_answer
 from answers.global_answer import global_answer
+from answers.messages import say
 from retrieval.index import ChunkIndex
 from routing.router import RouteDecision
 
-LOCAL_LABEL = "From the most relevant passages (local search):"
-GLOBAL_LABEL = "From the community reports (the corpus as a whole):"
 
 
 def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex, reports: Sequence[Report], *,
@@ -31,11 +30,11 @@ def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex,
         f"confidence {decision.confidence:.2f} is below the threshold: answering from both sides",))
     local = local_answer(question, decision, index, top_k, n_sentences, metadata_filter, lexicon=lexicon)
     glob = global_answer(question, decision, reports, index, level, max_reports, max_points, query_vector=query_vector)
-    parts = [(LOCAL_LABEL, local), (GLOBAL_LABEL, glob)]
+    parts = [(say("local_label", question), local), (say("global_label", question), glob)]
     if decision.route == "global":
         parts.reverse()
-    text = (f"The question could be read either way (router confidence {decision.confidence:.2f}), so both "
-            "answers follow.\n\n" + "\n\n".join(f"{label}\n\n{part.text}" for label, part in parts))
+    text = say("both", question, c=decision.confidence) + "\n\n" + "\n\n".join(
+        f"{label}\n\n{part.text}" for label, part in parts)
     citations = tuple({c.chunk_id: c for part in (local, glob) for c in part.citations}.values())
     return Answer(question, decision, local.mode, text, citations, glob.report_ids,
                   points=local.points + glob.points, covered=local.covered or glob.covered)

@@ -26,12 +26,13 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from answers.answer import Answer, Quote, citations_of, query_vector as _query_vector
+from answers.messages import asked_in_english, say
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Finding, Report
 from core.text import cjk, shapes, spans
-from core.text.language import UNDETERMINED, detect_language
-from core.text.script import CJK_RUN, has_cjk
+from core.text.language import detect_language
+from core.text.script import CJK_RUN
 from core.text.sentences import title_line
 from core.text.glue import ENGLISH, glue_for
 from retrieval.bm25 import BM25Index
@@ -141,12 +142,11 @@ def question_words(question: str) -> list[str]:
 
 def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
     """The answer to a question the corpus does not seem to cover, saying why."""
-    why = (f"{', '.join(repr(w) for w in cover.missing)} occur nowhere in the indexed text" if cover.missing
-           else "most of its words occur nowhere in the indexed text")
+    why = (say("missing", question, words=", ".join(repr(w) for w in cover.missing)) if cover.missing
+           else say("most_missing", question))
     if cover.best_cosine is not None:
-        why += f"; no passage is close in meaning (best cosine {cover.best_cosine:.2f})"
-    return Answer(question, route, "offline", f"The corpus does not seem to cover this question: {why}.", (),
-                  covered=False)
+        why += say("far", question, b=cover.best_cosine)
+    return Answer(question, route, "offline", say("not_covered", question, why=why), (), covered=False)
 
 
 def about_the_whole(route: RouteDecision, reports: Sequence[Report] = ()) -> bool:
@@ -324,7 +324,7 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
     budget, grouped under their report titles in order of their best point; ``pages``: per report, the titles
     of the pages it quotes, named after its title (what a docs site's reader knows the topics by)."""
     if not points:
-        return Answer(question, route, "offline", "No community reports are indexed yet.", (), covered=False)
+        return Answer(question, route, "offline", say("no_reports", question), (), covered=False)
     # Points far below the best one (under ``min_share`` of its score) would only pad the answer.
     best = max(p.score for p in points)
     pts = sorted((p for p in points if p.score >= min_share * best), key=lambda p: (-p.score, p.report_id, p.start))
@@ -373,14 +373,6 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
                   citations_of(index, [c for p in picked for c in p.chunk_ids[:3]]), tuple(groups), tuple(quotes))
 
 
-def asked_in_english(question: str) -> bool:
-    """Whether a question is asked in English, by its words in an alphabet: "What does 调度器 do?" is, however
-    many characters a Chinese name it quotes takes; one with no such word is English unless it is written in a
-    CJK script ("Main topics?" is, "主要主题？" is not)."""
-    language = detect_language(CJK_RUN.sub(" ", question))
-    return language == "en" or (language == UNDETERMINED and not has_cjk(question))
-
-
 def pick_level(reports: Sequence[Report], level: int | None) -> list[Report]:
     if not reports:
         return []
@@ -396,7 +388,7 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     plainly when the corpus does not seem to cover the question."""
     selected = pick_level(reports, level)
     if not selected:
-        return Answer(question, route, "offline", "No community reports are indexed yet.", (), covered=False)
+        return Answer(question, route, "offline", say("no_reports", question), (), covered=False)
     qv = _query_vector(index, question, query_vector)
     cover = coverage(question, index, lambda: qv, route)
     if not cover.covered:
@@ -406,8 +398,8 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     # A question about the whole gets the broadest communities' central points, a few from each.
     answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,
                            pages=report_pages(selected, index))
-    sections = describe_sections(corpus_sections(index)) if whole else ""
-    note = f"Not found anywhere in the corpus: {', '.join(repr(w) for w in cover.missing)}." if cover.missing else ""
+    sections = describe_sections(corpus_sections(index), question) if whole else ""
+    note = say("nowhere", question, words=", ".join(repr(w) for w in cover.missing)) if cover.missing else ""
     if sections or note:
         text = "\n\n".join(part for part in (sections, answer.text, note) if part)
         answer = Answer(answer.question, answer.route, answer.mode, text, answer.citations, answer.report_ids,

@@ -17,6 +17,7 @@ from core.llm_client import LLMClient, LLMError, ParseFailure, estimate_tokens
 from prompts import load_prompt
 from answers.answer import Answer, Citation
 from answers.global_answer import map_reports, pick_level
+from answers.messages import say
 from retrieval.index import ChunkIndex
 from routing.router import RouteDecision
 from core.records import Report
@@ -47,7 +48,7 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
     passed to it as the endpoint sends it (the returned Answer holds the whole text)."""
     selected = pick_level(reports, level)
     if not selected:
-        return Answer(question, route, "llm", "No community reports are indexed yet.", ())
+        return Answer(question, route, "llm", say("no_reports", question), ())
     ranked_ids = list(dict.fromkeys(p.report_id for p in map_reports(question, selected, index.tokenizer, max_reports)))
     by_id = {r.community_id: r for r in selected}
     map_prompt = load_prompt("global_map", prompts_dir)
@@ -66,7 +67,7 @@ def llm_global_answer(question: str, route: RouteDecision, reports: Sequence[Rep
         mapped = [pt for pts in pool.map(map_one, [by_id[i] for i in ranked_ids]) for pt in pts]
     lines, cited_reports = _within_budget(mapped, token_budget)
     if not lines:
-        return Answer(question, route, "llm", "The community reports hold nothing that answers this question.", ())
+        return Answer(question, route, "llm", say("nothing_in_reports", question), ())
     messages = [{"role": "user", "content": reduce_prompt.render(question=question, points="\n".join(lines))}]
     text = _reduce(client, messages, lines, on_delta)
     cites: dict[str, Citation] = {}

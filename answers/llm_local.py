@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, create_model
 from core.llm_client import LLMClient, LLMError, estimate_tokens, parse_json_object
 from prompts import load_prompt
 from answers.answer import Answer, Citation, answer_from, read_hits, source_of
+from answers.messages import say
 from answers.reader import Reader
 from answers.units import Unit
 from retrieval.index import ChunkIndex
@@ -142,7 +143,7 @@ def llm_local_answer(question: str, route: RouteDecision, index: ChunkIndex, cli
     """The LLM-written local answer (see the module docstring). With ``on_delta`` the answer is streamed."""
     _, reading = read_hits(question, index, top_k, n_sentences, metadata_filter, lexicon=lexicon, reader=reader)
     if reading is None:
-        return Answer(question, route, "offline", "No indexed chunk matches this question.", (), covered=False)
+        return Answer(question, route, "offline", say("no_match", question), (), covered=False)
     offline = answer_from(question, route, index, reading)
     if not offline.covered:  # declined: no call, the offline answer says why and what came closest
         return offline

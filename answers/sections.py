@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Sequence
 
+from answers.messages import say, smaller_ones
 from retrieval.index import ChunkIndex
 
 SECTIONS_SHOWN = 8  # the largest sections named in an answer (the rest are counted)
@@ -52,12 +53,12 @@ def corpus_sections(index: ChunkIndex) -> list[Section]:
     return out
 
 
-def describe_sections(sections: Sequence[Section]) -> str:
-    """The sections as a line of the answer: each with its share of the text and its largest pages."""
+def describe_sections(sections: Sequence[Section], question: str) -> str:
+    """The sections as a line of the answer to ``question`` (in its language): each with its share of the text and
+    its largest pages."""
     if not sections:
         return ""
-    shown = [f"{s.name or 'the top-level pages'} ({s.share:.0%}: {', '.join(s.pages)})"
-             for s in sections[:SECTIONS_SHOWN]]
-    rest = len(sections) - len(shown)
-    more = f", and {rest} smaller {'one' if rest == 1 else 'ones'}" if rest > 0 else ""
-    return "The corpus's sections, by their share of its text: " + "; ".join(shown) + more + "."
+    shown = [say("section", question, name=s.name or say("top_level", question), share=f"{s.share:.0%}",
+                 pages=say("pages", question).join(s.pages)) for s in sections[:SECTIONS_SHOWN]]
+    more = smaller_ones(len(sections) - len(shown), question)
+    return say("sections", question, sections=say("list", question).join(shown), more=more)

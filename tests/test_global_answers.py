@@ -225,8 +225,16 @@ def test_an_answer_about_the_whole_names_the_corpus_sections_by_their_share(buil
     sections = corpus_sections(folders)
     assert [(s.name, round(s.share, 2), s.pages) for s in sections] == [
         ("guide", 0.45, ("Installing", "Configuration")), ("reference", 0.45, ("cli", "API")), ("", 0.09, ("Home",))]
-    assert describe_sections(sections) == ("The corpus's sections, by their share of its text: guide (45%: Installing, "
-                                           "Configuration); reference (45%: cli, API); the top-level pages (9%: Home).")
+    assert describe_sections(sections, "What are the main topics?") == (
+        "The corpus's sections, by their share of its text: guide (45%: Installing, Configuration); reference (45%: "
+        "cli, API); the top-level pages (9%: Home).")
+    # in the question's language (Traditional characters as the question writes them)
+    assert describe_sections(sections, "这些文件主要涵盖哪些主题？") == (
+        "语料的各个部分，按所占文本比例：guide（45%：Installing、Configuration）；reference（45%：cli、API）；顶层页面（9%：Home）。")
+    assert describe_sections(sections, "這些文件主要涵蓋哪些主題？").startswith("語料的各個部分")
+    assert describe_sections(sections, "Jakie są główne tematy tych dokumentów?") == (
+        "Części korpusu według udziału w tekście: guide (45%: Installing, Configuration); reference (45%: cli, API); "
+        "strony najwyższego poziomu (9%: Home).")
 
     # The reports' own chunks, filed in two folders: the answer opens with them, then the communities' points.
     filed = ChunkIndex(RetrievalSettings(embedder="none"))
@@ -264,12 +272,14 @@ def test_a_chinese_global_answer_gives_the_corpus_words_alone() -> None:
     # (the bigrams that straddle two of its words, 么关 of 什么 + 关系, are none of them).
     declined = global_answer("调度器和工作节点之间是什么关系？", forced("global"), reports, index, None, 8, 3)
     assert not declined.covered and "'什么'" in declined.text and "么关" not in declined.text, declined.text
+    assert not re.search(r"[A-Za-z]", declined.text), declined.text  # and says so in Chinese
 
 
 def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_of_chinese_names_is_english() -> None:
     """The question's words are tokenized in the question's language (Polish lemmas), not each word alone (which
     reads as no language and gets English stems); a short English question quoting a Chinese name is English."""
-    from answers.global_answer import asked_in_english, coverage
+    from answers.global_answer import coverage
+    from answers.messages import asked_in_english
 
     texts = ["Raport o awariach opisuje wnioski zespołu po przerwie w dostawie prądu.",
              "Zespół przygotował raport o awariach serwerów i wnioski na przyszłość.",

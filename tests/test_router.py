@@ -13,7 +13,7 @@ import pytest
 from core.settings import LLMSettings, StrataSettings
 from core.llm_client import LLMClient, ResponseCache
 from routing import train as rt
-from answers.both import GLOBAL_LABEL, LOCAL_LABEL
+from answers.messages import MESSAGES
 from retrieval.embed import minilm_available
 from retrieval.lexicon import EntityLexicon, KnownEntity
 from routing.router import Router, route_question
@@ -198,6 +198,9 @@ def _engine(settings: StrataSettings, threshold: float, **changes):  # type: ign
 
     retrieval = settings.retrieval.model_copy(update={"route_confidence_threshold": threshold})
     return Engine(settings.model_copy(update={"retrieval": retrieval, **changes}))
+
+
+LOCAL_LABEL, GLOBAL_LABEL = MESSAGES["en"]["local_label"], MESSAGES["en"]["global_label"]
 
 
 def test_low_confidence_answers_from_both_sides_with_labels(indexed: StrataSettings) -> None:

@@ -67,6 +67,11 @@ def _simplified(text: str) -> str:
     return out if len(out) == len(text) else text
 
 
+def traditional(text: str) -> bool:
+    """Whether ``text`` is written in Traditional characters: converting it to Simplified changes it."""
+    return _simplified(text) != text
+
+
 @dataclass(frozen=True, slots=True)
 class Token:
     word: str
