@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from answers.answer import Answer, Quote, citations_of, query_vector as _query_vector
-from answers.messages import asked_in_english, say
+from answers.messages import ENGLISH as IN_ENGLISH, answer_language, say
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Finding, Report
@@ -355,7 +355,7 @@ def reduce_points(question: str, route: RouteDecision, points: Sequence[Point], 
         groups.setdefault(p.report_id, []).append(p)
     # The answer's own words are English; asked in another language, it gives the corpus's words alone: the report
     # titles (joined in the corpus's language), their pages joined by punctuation, and the quotes.
-    english = asked_in_english(question)
+    english = answer_language(question) == IN_ENGLISH
     glue = ENGLISH if english else glue_for([question])
     lines = [f"Across the corpus, {len(groups)} {'community bears' if len(groups) == 1 else 'communities bear'} "
              "on the question:"] if english else []

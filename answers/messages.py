@@ -14,10 +14,12 @@ not 爲), with the library the tagger already uses the other way.
 
 from __future__ import annotations
 
+import numbers
 import threading
+from functools import lru_cache
 from typing import Any
 
-from core.text.cjk import traditional
+from core.text.cjk import converter, traditional
 from core.text.language import UNDETERMINED, detect_language
 from core.text.script import CJK_RUN, has_cjk
 
@@ -25,17 +27,17 @@ ENGLISH = "en"
 
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
-        "declined": "The indexed text does not seem to answer this question (the reader gives {p:.2f} that it "
-                    "does; it answers from {t:.2f}).",
+        "declined": "The indexed text does not seem to answer this question (the reader gives {p} that it "
+                    "does; it answers from {t}).",
         "closest": "Closest, in {where}: \u201c{excerpt}\u201d [{chunk}]",
         "no_match": "No indexed chunk matches this question.",
-        "both": "The question could be read either way (router confidence {c:.2f}), so both answers follow.",
+        "both": "The question could be read either way (router confidence {c}), so both answers follow.",
         "local_label": "From the most relevant passages (local search):",
         "global_label": "From the community reports (the corpus as a whole):",
         "not_covered": "The corpus does not seem to cover this question: {why}.",
         "missing": "{words} occur nowhere in the indexed text",
         "most_missing": "most of its words occur nowhere in the indexed text",
-        "far": "; no passage is close in meaning (best cosine {b:.2f})",
+        "far": "; no passage is close in meaning (best cosine {b})",
         "nowhere": "Not found anywhere in the corpus: {words}.",
         "no_reports": "No community reports are indexed yet.",
         "nothing_in_reports": "The community reports hold nothing that answers this question.",
@@ -46,16 +48,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "pages": ", ",
     },
     "zh": {
-        "declined": "已索引的文本似乎没有回答这个问题（阅读器估计其回答的概率为 {p:.2f}，达到 {t:.2f} 才作答）。",
+        "declined": "已索引的文本似乎没有回答这个问题（阅读器估计其回答的概率为 {p}，达到 {t} 才作答）。",
         "closest": "最接近的内容，见 {where}：\u201c{excerpt}\u201d [{chunk}]",
         "no_match": "没有与这个问题匹配的已索引片段。",
-        "both": "这个问题两种理解都说得通（路由置信度 {c:.2f}），因此下面给出两种回答。",
+        "both": "这个问题两种理解都说得通（路由置信度 {c}），因此下面给出两种回答。",
         "local_label": "来自最相关的段落（局部检索）：",
         "global_label": "来自社区报告（整个语料）：",
         "not_covered": "语料似乎没有涉及这个问题：{why}。",
         "missing": "已索引的文本中没有出现 {words}",
         "most_missing": "问题中的大多数词在已索引的文本中都没有出现",
-        "far": "；也没有意思相近的段落（最高余弦相似度 {b:.2f}）",
+        "far": "；也没有意思相近的段落（最高余弦相似度 {b}）",
         "nowhere": "语料中没有出现：{words}。",
         "no_reports": "尚未索引任何社区报告。",
         "nothing_in_reports": "社区报告中没有能回答这个问题的内容。",
@@ -68,19 +70,19 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "pl": {
         "declined": "Zaindeksowany tekst chyba nie odpowiada na to pytanie (czytnik ocenia, że odpowiada, na "
-                    "{p:.2f}; odpowiada od {t:.2f}).",
+                    "{p}; odpowiada od {t}).",
         "closest": "Najbliżej, w {where}: \u201e{excerpt}\u201d [{chunk}]",
         "no_match": "Żaden zaindeksowany fragment nie pasuje do tego pytania.",
-        "both": "Pytanie można rozumieć na dwa sposoby (pewność routera {c:.2f}), więc poniżej są obie odpowiedzi.",
+        "both": "Pytanie można rozumieć na dwa sposoby (pewność routera {c}), więc poniżej są obie odpowiedzi.",
         "local_label": "Z najtrafniejszych fragmentów (wyszukiwanie lokalne):",
-        "global_label": "Z raportów społeczności (korpus jako całość):",
+        "global_label": "Z raportów o społecznościach grafu (korpus jako całość):",
         "not_covered": "Korpus chyba nie obejmuje tego pytania: {why}.",
         "missing": "w zaindeksowanym tekście nigdzie nie ma: {words}",
         "most_missing": "większości słów pytania nie ma nigdzie w zaindeksowanym tekście",
-        "far": "; żaden fragment nie jest bliski znaczeniowo (najwyższy cosinus {b:.2f})",
+        "far": "; żaden fragment nie jest bliski znaczeniowo (najwyższy cosinus {b})",
         "nowhere": "Nigdzie w korpusie nie ma: {words}.",
-        "no_reports": "Nie zaindeksowano jeszcze żadnych raportów społeczności.",
-        "nothing_in_reports": "Raporty społeczności nie zawierają niczego, co odpowiada na to pytanie.",
+        "no_reports": "Nie zaindeksowano jeszcze żadnych raportów o społecznościach grafu.",
+        "nothing_in_reports": "Raporty o społecznościach grafu nie zawierają niczego, co odpowiada na to pytanie.",
         "sections": "Części korpusu według udziału w tekście: {sections}{more}.",
         "top_level": "strony najwyższego poziomu",
         "section": "{name} ({share}: {pages})",
@@ -93,23 +95,19 @@ _lock = threading.Lock()
 _converted: dict[str, dict[str, str]] = {}
 
 
-def asked_in_english(question: str) -> bool:
-    """Whether a question is asked in English, by its words in an alphabet: "What does 调度器 do?" is, however
-    many characters a Chinese name it quotes takes; one with no such word is English unless it is written in a
-    CJK script ("Main topics?" is, "主要主题？" is not)."""
-    language = detect_language(CJK_RUN.sub(" ", question))
-    return language == "en" or (language == UNDETERMINED and not has_cjk(question))
-
-
+@lru_cache(maxsize=1024)
 def answer_language(question: str) -> str:
     """The language an answer to ``question`` speaks in: ``en``, ``pl``, ``zh``, or ``zh-Hant`` for a Chinese
-    question in Traditional characters; English for any language it has no strings for."""
-    if asked_in_english(question):
-        return ENGLISH
-    language = detect_language(question)
-    if language == "zh":
+    question in Traditional characters (read its strings through :func:`say`: ``zh-Hant`` is converted, no key
+    of :data:`MESSAGES`); English for any language it has no strings for. The question's words in an alphabet
+    decide first: "What does 调度器 do?" is English and "Co robi 调度器?" Polish, however many characters the
+    names they quote take; a question with no such words is Chinese when it is written so ("主要主题？")."""
+    alphabet = detect_language(CJK_RUN.sub(" ", question))
+    if alphabet in ("en", "pl"):
+        return alphabet
+    if alphabet == UNDETERMINED and has_cjk(question) and detect_language(question) == "zh":
         return TRADITIONAL if traditional(question) else "zh"
-    return language if language in MESSAGES else ENGLISH
+    return ENGLISH
 
 
 def _strings(language: str) -> dict[str, str]:
@@ -117,16 +115,20 @@ def _strings(language: str) -> dict[str, str]:
         return MESSAGES.get(language, MESSAGES[ENGLISH])
     with _lock:
         if TRADITIONAL not in _converted:
-            import opencc
-
-            convert = opencc.OpenCC("s2tw").convert
-            _converted[TRADITIONAL] = {k: convert(v) for k, v in MESSAGES["zh"].items()}
+            convert = converter("s2tw")
+            # (and Taiwan's quotation marks: 「」 where Simplified text writes “”)
+            _converted[TRADITIONAL] = {k: convert(v).replace("\u201c", "\u300c").replace("\u201d", "\u300d")
+                                       for k, v in MESSAGES["zh"].items()}
         return _converted[TRADITIONAL]
 
 
 def say(key: str, question: str, **values: Any) -> str:
-    """The string ``key`` in the language of ``question``, filled with ``values``."""
-    return _strings(answer_language(question))[key].format(**values)
+    """The string ``key`` in the language of ``question``, filled with ``values`` (a number with two decimals, and
+    a decimal comma in Polish)."""
+    language = answer_language(question)
+    shown = {k: (f"{v:.2f}".replace(".", ",") if language == "pl" else f"{v:.2f}")
+             if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) else v for k, v in values.items()}
+    return _strings(language)[key].format(**shown)
 
 
 def smaller_ones(n: int, question: str) -> str:

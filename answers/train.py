@@ -65,7 +65,7 @@ from core.text.script import has_cjk
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "strata" / "reader"
-SIGNALS_VERSION = 5  # bump when a signal's definition or the questions asked change: cached signals are then
+SIGNALS_VERSION = 6  # bump when a signal's definition or the questions asked change: cached signals are then
 # computed again
 TOP_K = 8  # passages searched per question (as retrieval.top_k)
 N_UNITS = 4  # units quoted at most (as retrieval.answer_sentences)
@@ -183,6 +183,7 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     from core.records import chunk_id
     from extraction.offline import OfflineExtractor
     from extraction.resolution import resolve
+    from extraction.wordlike import WordModel
     from retrieval.graph_walk import walk_for_index
     from retrieval.index import ChunkIndex
     from retrieval.lexicon import lexicon_for
@@ -196,7 +197,9 @@ def build_context(name: str, docs: Sequence[tuple[str, str, str]], embedder: str
     CACHE.mkdir(parents=True, exist_ok=True)
     index = ChunkIndex(RetrievalSettings(embedder=embedder), vector_cache=VectorCache(CACHE / "chunks.sqlite"))  # type: ignore[arg-type]
     index.add(chunks)
-    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
+    # (extracted as an index run extracts: judged by the corpus's word model, strata.stages.corpus_words)
+    words = WordModel.of_texts(c.text for c in chunks)
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings(), words).extract(chunks).extractions)
     graph = GraphSnapshot(tuple(entities), tuple(relations))
     lexicon = lexicon_for(graph, index)
     index.graph_walk = walk_for_index(graph, index, bases=lexicon.bases)  # (the base forms found once)

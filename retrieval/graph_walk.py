@@ -37,7 +37,7 @@ import numpy as np
 from scipy import sparse
 
 from core.records import GraphSnapshot
-from core.text import spans
+from core.text import cjk, spans
 from core.text.language import detect_language
 from core.text.lemma import forms
 from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
@@ -111,23 +111,26 @@ SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the ca
 
 
 _NAME_PARTS = re.compile(r"[\s·‧•・]+")  # what separates the parts of a name: spaces, and interpuncts in Chinese
+_JOINERS = "·‧•・"
 
 
 def last_parts(names: Sequence[str], types: Sequence[str], bases: Mapping[str, str],
                keys: Mapping[str, list[int]]) -> dict[str, list[int]]:
     """Walk key of a name's last part -> the one entity whose name ends so: "Stiglitz" names "Joseph Stiglitz",
     埃尔维 names 约翰·埃尔维, as a text names a person by the family name after it has given the whole. Only names
-    found in prose (:data:`PROSE_NAME_TYPES`) of two parts or more, in their base form too (``bases``); not a part
-    that is a whole name's key (``keys``: "Chicago" names the city, not "University of Chicago"), not one too short
-    to tell (:func:`retrieval.lexicon.long_enough`), and not one that ends two names ("Cratchit" of "Bob Cratchit"
-    and "Mrs. Cratchit": which one the question means is not said)."""
+    found in prose (:data:`PROSE_NAME_TYPES`) of two parts or more, in their base form too (``bases``), every part
+    capitalized in a script with case (a name joined by a lower-case word, "Bank of America", "Gulf of Mexico", is
+    named by its head, not its last word; nor is "Twins (group)" named "group"); not a part that is a whole name's
+    key (``keys``: "Chicago" names the city), not one too short to tell (:func:`retrieval.lexicon.long_enough`), and
+    not one that ends two names ("Cratchit" of "Bob Cratchit" and "Mrs. Cratchit": which one is meant is not said)."""
     owners: dict[str, set[int]] = {}
     for j, (name, type_) in enumerate(zip(names, types)):
         if type_ not in PROSE_NAME_TYPES:
             continue
         for written in (name, bases[name]) if name in bases else (name,):
             parts = [p for p in _NAME_PARTS.split(written.strip()) if p]
-            if len(parts) >= 2:
+            if len(parts) >= 2 and all(p[:1].isupper() or p[:1].lower() == p[:1].upper() and p[:1].isalpha()
+                                       for p in parts):
                 key = walk_key(parts[-1])
                 if key and key not in keys and long_enough(key) and not key.isdigit():
                     owners.setdefault(key, set()).add(j)
@@ -290,7 +293,7 @@ class GraphWalk:
                         if names(span, self.names[j])]
                 if not hits:  # a name's last part, when no whole name is spelled here
                     hits = [j for form in forms(span, language) for j in self.parts.get(walk_key(form), ())
-                            if self._names_by_part(words, i, n, self.names[j])]
+                            if self._names_by_part(question, words, i, n, self.names[j])]
                 if hits and not self.is_stop(span):
                     for j in hits:
                         found.setdefault(j, (span, span))
@@ -321,15 +324,22 @@ class GraphWalk:
         return Link(tuple(seeds))
 
     @staticmethod
-    def _names_by_part(words: Sequence[spans.Word], i: int, n: int, name: str) -> bool:
-        """Whether the question's words ``i`` to ``i + n`` name ``name`` by its last part: in a script with case,
-        written capitalized ("Patriots", not "goal" for "Millennium Development Goals") and not inside a longer name
-        the question writes: a capitalized word beside it is one of the name's own ("Joseph Stiglitz" for "Economist
-        Joseph Stiglitz"; "Grammy Award" is not "Academy Award", nor "Ice Age" "Middle Ages")."""
+    def _names_by_part(question: str, words: Sequence[spans.Word], i: int, n: int, name: str) -> bool:
+        """Whether the question's words ``i`` to ``i + n`` name ``name`` by its last part, standing as a name of
+        their own. In a script with case: written capitalized, not as the question's first word (whose capital is
+        its place's: "Goals of the protests?"), and not inside a longer name the question writes: a capitalized
+        word beside it is one of the name's own ("Joseph Stiglitz" for "Economist Joseph Stiglitz"; "Grammy Award"
+        is not "Academy Award", nor "Ice Age" "Middle Ages"). In Chinese: whole words of the question as the
+        segmenter cuts it (肖特 is no word of 肖特基二极管, nor 华盛顿 of 华盛顿州), with no interpunct beside them
+        (塞缪尔·华盛顿 is another name than 乔治·华盛顿)."""
+        start, end = words[i].start, words[i + n - 1].end
         text = words[i].text
         if text.lower() == text.upper():
-            return True  # (a script without case: 埃尔维 of 约翰·埃尔维)
-        if not text[:1].isupper():
+            if (start > 0 and question[start - 1] in _JOINERS) or (end < len(question) and question[end] in _JOINERS):
+                return False
+            cuts = {0, len(question)} | {t.start for t in cjk.tagged(question)}
+            return start in cuts and end in cuts
+        if i == 0 or not text[:1].isupper():
             return False
         own = {walk_key(w) for w in _NAME_PARTS.split(name)}
         # (the question's first word is capitalized by its place, so it says nothing of a name beside it)
@@ -602,9 +612,12 @@ def walk_meta(folder: Path, n_rows: int, params: WalkParams) -> dict[str, Any] |
     n_e = len(meta["ids"])
     if meta["rows"] != n_rows:
         raise ValueError(f"{WALK_META} is for {meta['rows']} chunk rows, the index holds {n_rows}")
-    if (len(meta["names"]) != n_e or len(meta["types"]) != n_e or not isinstance(meta.get("parts"), dict)
-            or any(p < 0 or p >= n_e for ps in (*meta["keys"].values(), *meta["parts"].values()) for p in ps)):
+    parts = meta.get("parts")
+    if (len(meta["names"]) != n_e or len(meta["types"]) != n_e or not isinstance(parts, dict)
+            or any(p < 0 or p >= n_e for ps in meta["keys"].values() for p in ps)):
         raise ValueError(f"{WALK_META} lists its entities' names, types and keys unevenly")
+    if not all(isinstance(ps, list) and all(type(p) is int and 0 <= p < n_e for p in ps) for ps in parts.values()):
+        raise ValueError(f"{WALK_META}: the names' last parts (\"parts\") name no entity of the {n_e}")
     return meta
 
 

@@ -279,7 +279,7 @@ def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_o
     """The question's words are tokenized in the question's language (Polish lemmas), not each word alone (which
     reads as no language and gets English stems); a short English question quoting a Chinese name is English."""
     from answers.global_answer import coverage
-    from answers.messages import asked_in_english
+    from answers.messages import answer_language
 
     texts = ["Raport o awariach opisuje wnioski zespołu po przerwie w dostawie prądu.",
              "Zespół przygotował raport o awariach serwerów i wnioski na przyszłość.",
@@ -289,5 +289,5 @@ def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_o
     index.add(chunks)
     cover = coverage("Jakie są najważniejsze wnioski z raportów o awariach?", index, lambda: None, forced("global"))
     assert cover.covered, cover
-    assert asked_in_english("What does 调度器 do?") and asked_in_english("Main topics?")
-    assert not asked_in_english("这些文件主要涵盖哪些主题？") and not asked_in_english("Jakie są tematy tych notatek?")
+    assert answer_language("What does 调度器 do?") == answer_language("Main topics?") == "en"
+    assert answer_language("这些文件主要涵盖哪些主题？") == "zh" and answer_language("Jakie są tematy tych notatek?") == "pl"

@@ -191,10 +191,12 @@ def test_a_name_is_linked_by_its_last_part_alone_where_that_names_one_entity() -
 
     names = [("Joseph Stiglitz", "name"), ("Millennium Development Goals", "name"), ("Academy Award", "name"),
              ("Bob Cratchit", "name"), ("Mrs. Cratchit", "name"), ("University of Chicago", "name"),
-             ("Chicago", "name"), ("约翰·埃尔维", "person"), ("调度器", "concept")]
+             ("Chicago", "name"), ("约翰·埃尔维", "person"), ("调度器", "concept"), ("Bank of America", "name"),
+             ("卡万·肖特", "person"), ("乔治·华盛顿", "person")]
     entities = tuple(Entity(f"e{i}", n, t, "", (f"c{i}",)) for i, (n, t) in enumerate(names))
     walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(len(names))}, len(names))
-    assert set(walk.parts) == {walk_key("Stiglitz"), walk_key("Goals"), walk_key("Award"), walk_key("埃尔维")}
+    assert set(walk.parts) == {walk_key(p) for p in ("Stiglitz", "Goals", "Award", "埃尔维", "肖特", "华盛顿")}
+    # ("America" is no key: a name joined by a lower-case word is named by its head)
 
     def seeds(question: str) -> set[str]:
         return {s.name for s in walk.link(question).seeds}
@@ -206,6 +208,12 @@ def test_a_name_is_linked_by_its_last_part_alone_where_that_names_one_entity() -
     assert seeds("How many Grammy Awards has she won?") == set()  # inside a longer name the question writes
     assert seeds("What did Cratchit say?") == set()  # the last part of two names: which one is not said
     assert seeds("Where is the University of Chicago?") == {"University of Chicago"}  # the whole name first
+    assert seeds("Who discovered America?") == set()
+    assert seeds("Goals of the protests?") == set()  # the first word's capital is its place's
+    # Chinese: whole words of the question, no interpunct beside them
+    assert seeds("肖特在比赛中得了几分？") == {"卡万·肖特"}
+    assert seeds("肖特基二极管是什么？") == set() and seeds("华盛顿州在哪里？") == set()
+    assert seeds("塞缪尔·华盛顿是谁？") == set()
 
 
 def test_the_walk_works_the_same_over_neo4j(neo4j_store_settings: StoreSettings, tmp_path: Path) -> None:

@@ -118,6 +118,15 @@ def test_a_walk_of_other_rows_edge_weights_or_name_keys_is_not_served(settings: 
     assert load_walk(current.index_dir, meta, params, lexicon).lexicon is lexicon
     with pytest.raises(ValueError, match=f"{WALK_META} is for {rows} chunk rows, the index holds {rows + 1}"):
         walk_meta(current.index_dir, rows + 1, params)
+    # The names' last parts naming no entity: refused with the file named, not a failure at the first question.
+    good = (current.index_dir / WALK_META).read_text()
+    for parts in ({"x": 0}, {"x": [0.5]}, {"x": ["0"]}, {"x": [10 ** 6]}, None):
+        bad = json.loads(good)
+        bad["parts"] = parts
+        (current.index_dir / WALK_META).write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match=WALK_META):
+            walk_meta(current.index_dir, rows, params)
+    (current.index_dir / WALK_META).write_text(good)
     # Built with another relation weight: None, and the loader builds it from the graph instead.
     assert walk_meta(current.index_dir, rows, replace(params, relation_weight=params.relation_weight * 2)) is None
     # Keys made by other code (another KEYS_VERSION, Unicode data or Polish dictionary): the names are read again.

@@ -19,17 +19,18 @@ import logging
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "nt": "organization",
              "nz": "name"}
 NUMERAL_TAG = "m"
 # Common nouns, verbal and other nouns, and Latin-script runs: the parts a technical term is made of (调度+器).
 NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
-# Common nouns, abbreviations (中医) and set phrases (l: 量子力学, 文艺复兴, and names it knows so, 忽必烈): a word the
-# segmenter keeps whole with one of these tags is a candidate term (黑死病, 蒸汽机), an entity where a document repeats
-# it and few documents of the corpus use it.
-TERM_TAGS = frozenset({"n", "j", "l"})
+# Common nouns and abbreviations (中医): a word the segmenter keeps whole with one of these tags is a candidate term
+# (黑死病, 蒸汽机), an entity where a document repeats it and few documents of the corpus use it. (Not set phrases,
+# tag l: beside 量子力学 and 文艺复兴 they are 事实上 and 也就是说, which a document repeats as often, and which at three
+# characters and more the corpus's share of documents does not judge.)
+TERM_TAGS = frozenset({"n", "j"})
 _JOINERS = frozenset("·‧•・")
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -53,23 +54,33 @@ def _tagger() -> Any:
     return tagger
 
 
-def _simplified(text: str) -> str:
-    """``text`` in Simplified characters, when the conversion keeps its length (else as it is)."""
-    convert = _state.get("t2s")
+def converter(config: str) -> Callable[[str], str]:
+    """OpenCC's conversion ``config`` (``t2s``: Traditional to Simplified; ``s2t``; ``s2tw``: to Taiwan's standard
+    characters), made once per process, under a lock."""
+    convert = _state.get(config)
     if convert is None:
         with _lock:
-            convert = _state.get("t2s")
+            convert = _state.get(config)
             if convert is None:
                 import opencc
 
-                convert = _state["t2s"] = opencc.OpenCC("t2s").convert
-    out = convert(text)
+                convert = _state[config] = opencc.OpenCC(config).convert
+    return convert
+
+
+def _simplified(text: str) -> str:
+    """``text`` in Simplified characters, when the conversion keeps its length (else as it is)."""
+    out = converter("t2s")(text)
     return out if len(out) == len(text) else text
 
 
 def traditional(text: str) -> bool:
-    """Whether ``text`` is written in Traditional characters: converting it to Simplified changes it."""
-    return _simplified(text) != text
+    """Whether ``text`` is written in Traditional characters: converting it to Simplified changes more of its
+    characters than converting it to Traditional does (瀋阳在哪里 is Simplified text with one Traditional name)."""
+    to_simplified = sum(a != b for a, b in zip(text, _simplified(text)))
+    out = converter("s2t")(text)
+    to_traditional = sum(a != b for a, b in zip(text, out)) if len(out) == len(text) else 0
+    return to_simplified > to_traditional
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,8 +288,10 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
                 _name(m, sentence, ordinary, finds)
             elif kind == "cjk":
                 # (a run's own candidates may overlap: a run of nouns and the nouns in it, each judged alone)
-                free = [f for f in _chinese(sentence[m.start():m.end()], m.start()) if finds.free(f.start, f.end)]
-                for f in free:
+                # (checked against what was taken inside the run alone: a long run has many candidates)
+                inside = [(ts, te) for ts, te in finds.taken if ts < m.end() and te > m.start()]
+                for f in [f for f in _chinese(sentence[m.start():m.end()], m.start())
+                          if all(f.end <= ts or f.start >= te for ts, te in inside)]:
                     finds.add(f)
             else:
                 _identifier(kind, m, sentence, finds)
