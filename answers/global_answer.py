@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from answers.answer import Answer, Quote, citations_of, query_vector as _query_vector
-from answers.messages import ENGLISH as IN_ENGLISH, answer_language, say
+from answers.messages import ENGLISH as IN_ENGLISH, answer_language, listed, say
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Finding, Report
@@ -142,7 +142,7 @@ def question_words(question: str) -> list[str]:
 
 def not_covered(question: str, route: RouteDecision, cover: Coverage) -> Answer:
     """The answer to a question the corpus does not seem to cover, saying why."""
-    why = (say("missing", question, words=", ".join(repr(w) for w in cover.missing)) if cover.missing
+    why = (say("missing", question, words=listed(cover.missing, question)) if cover.missing
            else say("most_missing", question))
     if cover.best_cosine is not None:
         why += say("far", question, b=cover.best_cosine)
@@ -399,7 +399,7 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,
                            pages=report_pages(selected, index))
     sections = describe_sections(corpus_sections(index), question) if whole else ""
-    note = say("nowhere", question, words=", ".join(repr(w) for w in cover.missing)) if cover.missing else ""
+    note = say("nowhere", question, words=listed(cover.missing, question)) if cover.missing else ""
     if sections or note:
         text = "\n\n".join(part for part in (sections, answer.text, note) if part)
         answer = Answer(answer.question, answer.route, answer.mode, text, answer.citations, answer.report_ids,

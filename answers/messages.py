@@ -17,11 +17,12 @@ from __future__ import annotations
 import numbers
 import threading
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence
 
-from core.text.cjk import converter, traditional
-from core.text.language import UNDETERMINED, detect_language
-from core.text.script import CJK_RUN, has_cjk
+from core.text import spans
+from core.text.cjk import converter, traditional, words as cjk_words
+from core.text.language import detect_language
+from core.text.script import CJK_RUN
 
 ENGLISH = "en"
 
@@ -46,6 +47,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "section": "{name} ({share}: {pages})",
         "list": "; ",
         "pages": ", ",
+        "quoted": "'{w}'",
     },
     "zh": {
         "declined": "已索引的文本似乎没有回答这个问题（阅读器估计其回答的概率为 {p}，达到 {t} 才作答）。",
@@ -66,6 +68,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "section": "{name}（{share}：{pages}）",
         "list": "；",
         "pages": "、",
+        "quoted": "\u201c{w}\u201d",
         "more": "，另有 {n} 个较小的部分",
     },
     "pl": {
@@ -88,6 +91,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "section": "{name} ({share}: {pages})",
         "list": "; ",
         "pages": ", ",
+        "quoted": "\u201e{w}\u201d",
     },
 }
 TRADITIONAL = "zh-Hant"
@@ -99,15 +103,15 @@ _converted: dict[str, dict[str, str]] = {}
 def answer_language(question: str) -> str:
     """The language an answer to ``question`` speaks in: ``en``, ``pl``, ``zh``, or ``zh-Hant`` for a Chinese
     question in Traditional characters (read its strings through :func:`say`: ``zh-Hant`` is converted, no key
-    of :data:`MESSAGES`); English for any language it has no strings for. The question's words in an alphabet
-    decide first: "What does 调度器 do?" is English and "Co robi 调度器?" Polish, however many characters the
-    names they quote take; a question with no such words is Chinese when it is written so ("主要主题？")."""
-    alphabet = detect_language(CJK_RUN.sub(" ", question))
-    if alphabet in ("en", "pl"):
-        return alphabet
-    if alphabet == UNDETERMINED and has_cjk(question) and detect_language(question) == "zh":
+    of :data:`MESSAGES`); English for any language it has no strings for. Most of its words decide (a Chinese run
+    counted in the segmenter's words): "What does 调度器 do?" is English and "Co robi 调度器?" Polish, however many
+    characters the names they quote take, while "Wisła在哪里？" and "主要主题？" are Chinese."""
+    rest = CJK_RUN.sub(" ", question)
+    chinese = sum(len(cjk_words(m.group(0))) for m in CJK_RUN.finditer(question))
+    if chinese > len(spans.words(rest)) and detect_language(question) == "zh":  # most of its words are Chinese
         return TRADITIONAL if traditional(question) else "zh"
-    return ENGLISH
+    alphabet = detect_language(rest)
+    return alphabet if alphabet in ("en", "pl") else ENGLISH
 
 
 def _strings(language: str) -> dict[str, str]:
@@ -129,6 +133,11 @@ def say(key: str, question: str, **values: Any) -> str:
     shown = {k: (f"{v:.2f}".replace(".", ",") if language == "pl" else f"{v:.2f}")
              if isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral) else v for k, v in values.items()}
     return _strings(language)[key].format(**shown)
+
+
+def listed(words: Sequence[str], question: str) -> str:
+    """Words of the question, each quoted, as a list in the question's language ('a', 'b'; “a”、“b”)."""
+    return say("pages", question).join(say("quoted", question, w=w) for w in words)
 
 
 def smaller_ones(n: int, question: str) -> str:

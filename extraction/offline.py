@@ -188,7 +188,7 @@ class OfflineExtractor:
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
                      and (not f.term or f.name in phrases and (self.words is None or not self.words.common_term(f.name)))
                      and (not f.joins or self.words is not None and self.words.cohesive(f.joins))]
-            found = _outermost_terms(_without_loose_spans(found, self.words))
+            found = _outermost_terms(_spans_where_nothing_is_kept(found))
             if self.words is not None:
                 found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
                          or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
@@ -251,33 +251,14 @@ _PLAIN_WORD = re.compile(r"[a-z]+")
 _CJK_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
-def _without_loose_spans(found: list[Found], words: WordModel | None) -> list[Found]:
-    """``found`` without a span of words (a candidate with joins) that holds a candidate kept in its own right at
-    one end (超导体 of 超导体具有, a noun the segmenter knows) where the rest of the span is no part of it: the word
-    beside it stands there in less than :data:`extraction.wordlike.COHESION` of its own uses (具有 follows many
-    subjects). Else the span would stand for that term at those places (:func:`_outermost_terms`) and take its
-    relations. A span whose other word mostly stands there is kept (辩诉 + 交易: 辩诉 mostly before 交易)."""
-    if words is None:
-        return found
+def _spans_where_nothing_is_kept(found: list[Found]) -> list[Found]:
+    """``found`` without a span of words (a candidate with joins) that holds a candidate kept in its own right (a
+    name, a noun or run of nouns the segmenter knows: 超导体 of 超导体具有, 新型超导体具有). A span fills in where the
+    dictionary's candidates say nothing; else it would stand for that term at those places
+    (:func:`_outermost_terms`) and take its relations, and whether the rest of it belongs to the term is more than
+    the counts of two neighbouring words can tell (具有 follows many subjects, and 不 of 公民不服从 many words)."""
     kept = [f for f in found if not f.joins]
-
-    def loose(g: Found) -> bool:
-        seq = [g.joins[0][0]] + [b for _, b in g.joins]
-        ends = [g.start]
-        for w in seq:
-            ends.append(ends[-1] + len(w))
-        for f in kept:
-            if f.start == g.start and f.end in ends[1:-1]:  # f is the span's first words; the rest follows it
-                k = ends.index(f.end)
-                if not words.leans((seq[k - 1], seq[k]), toward=0):
-                    return True
-            if f.end == g.end and f.start in ends[1:-1]:  # f is its last words; the rest comes before it
-                k = ends.index(f.start)
-                if not words.leans((seq[k - 1], seq[k]), toward=1):
-                    return True
-        return False
-
-    return [f for f in found if not f.joins or not loose(f)]
+    return [g for g in found if not g.joins or not any(g.start <= f.start and f.end <= g.end for f in kept)]
 
 
 def _outermost_terms(found: list[Found]) -> list[Found]:

@@ -215,12 +215,6 @@ class WordModel:
                 return False
         return True
 
-    def leans(self, pair: tuple[str, str], toward: int) -> bool:
-        """Whether the word of ``pair`` that is not ``pair[toward]`` stands beside it in at least :data:`COHESION`
-        of its own uses (``leans((超导体, 具有), 0)``: does 具有 mostly follow 超导体?)."""
-        other = pair[1 - toward]
-        return self.joined.get(pair, 0) >= max(1.0, COHESION * self.han_words.get(other, 0))
-
     @property
     def active(self) -> bool:
         return self.trained_on >= MIN_TRAINING_WORDS

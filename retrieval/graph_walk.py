@@ -39,6 +39,7 @@ from scipy import sparse
 from core.records import GraphSnapshot
 from core.text import cjk, spans
 from core.text.language import detect_language
+from core.text.script import has_cjk
 from core.text.lemma import forms
 from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
 from retrieval import entity_vectors
@@ -110,8 +111,7 @@ NO_LINK = Link(())
 SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
 
 
-_NAME_PARTS = re.compile(r"[\s·‧•・]+")  # what separates the parts of a name: spaces, and interpuncts in Chinese
-_JOINERS = "·‧•・"
+_NAME_PARTS = re.compile(rf"[\s{spans.NAME_JOINERS}]+")  # what separates a name's parts: spaces, interpuncts
 
 
 def last_parts(names: Sequence[str], types: Sequence[str], bases: Mapping[str, str],
@@ -335,12 +335,13 @@ class GraphWalk:
         start, end = words[i].start, words[i + n - 1].end
         text = words[i].text
         if text.lower() == text.upper():
-            if (start > 0 and question[start - 1] in _JOINERS) or (end < len(question) and question[end] in _JOINERS):
+            if ((start > 0 and question[start - 1] in spans.NAME_JOINERS)
+                    or (end < len(question) and question[end] in spans.NAME_JOINERS)):
                 return False
             cuts = {0, len(question)} | {t.start for t in cjk.tagged(question)}
             return start in cuts and end in cuts
-        if i == 0 or not text[:1].isupper():
-            return False
+        if not text[:1].isupper() or (i == 0 and not has_cjk(question)):
+            return False  # (in a Chinese question a Latin name's capital is never its place's)
         own = {walk_key(w) for w in _NAME_PARTS.split(name)}
         # (the question's first word is capitalized by its place, so it says nothing of a name beside it)
         beside = ([words[i - 1]] if i > 1 else []) + ([words[i + n]] if i + n < len(words) else [])
@@ -578,7 +579,7 @@ def fit_to_index(walk: GraphWalk, index: Any) -> GraphWalk:
 # A generation holds its walk built (``index/walk.npz``: the transition matrix and the entities' chunk counts;
 # ``index/walk.json``: the entities and their keys), so loading it parses no graph and normalizes no name
 # (bench.pipeline: the load's time and resident memory).
-WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 2  # (2: with the names' last parts)
+WALK_ARRAYS, WALK_META, WALK_FORMAT = "walk.npz", "walk.json", 3  # (3: with the names' last parts)
 
 
 def save_walk(walk: GraphWalk, folder: Path, lexicon: EntityLexicon) -> None:

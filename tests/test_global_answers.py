@@ -271,7 +271,7 @@ def test_a_chinese_global_answer_gives_the_corpus_words_alone() -> None:
     # Read as a question about specific things, its words the two passages never use decline it, and say which
     # (the bigrams that straddle two of its words, 么关 of 什么 + 关系, are none of them).
     declined = global_answer("调度器和工作节点之间是什么关系？", forced("global"), reports, index, None, 8, 3)
-    assert not declined.covered and "'什么'" in declined.text and "么关" not in declined.text, declined.text
+    assert not declined.covered and "\u201c什么\u201d" in declined.text and "么关" not in declined.text, declined.text
     assert not re.search(r"[A-Za-z]", declined.text), declined.text  # and says so in Chinese
 
 

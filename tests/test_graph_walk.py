@@ -213,7 +213,8 @@ def test_a_name_is_linked_by_its_last_part_alone_where_that_names_one_entity() -
     # Chinese: whole words of the question, no interpunct beside them
     assert seeds("肖特在比赛中得了几分？") == {"卡万·肖特"}
     assert seeds("肖特基二极管是什么？") == set() and seeds("华盛顿州在哪里？") == set()
-    assert seeds("塞缪尔·华盛顿是谁？") == set()
+    assert seeds("塞缪尔·华盛顿是谁？") == seeds("塞缪尔･华盛顿是谁？") == seeds("塞缪尔⋅华盛顿是谁？") == set()
+    assert seeds("Stiglitz在2009年提出了什么？") == {"Joseph Stiglitz"}  # a capital in a Chinese question is the name's
 
 
 def test_the_walk_works_the_same_over_neo4j(neo4j_store_settings: StoreSettings, tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ def test_the_question_decides_the_language() -> None:
     assert answer_language("Warum ist der Dienst ausgefallen?") == "en"  # no strings of its own: English
     assert answer_language("Co robi 调度器 w tych notatkach?") == "pl"  # Polish words around a Chinese name
     assert answer_language("瀋阳在哪里？") == "zh"  # Simplified text with one Traditional character
+    assert answer_language("台北在哪裡？") == "zh-Hant"  # one character each way
+    assert answer_language("Wisła在哪里？") == answer_language("Stiglitz在2009年提出了什么？") == "zh"  # most words
 
 
 def test_a_decline_reads_in_the_questions_language() -> None:

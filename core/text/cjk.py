@@ -75,12 +75,13 @@ def _simplified(text: str) -> str:
 
 
 def traditional(text: str) -> bool:
-    """Whether ``text`` is written in Traditional characters: converting it to Simplified changes more of its
-    characters than converting it to Traditional does (瀋阳在哪里 is Simplified text with one Traditional name)."""
+    """Whether ``text`` is written in Traditional characters: converting it to Simplified changes some of its
+    characters, and no fewer than converting it to Traditional does (瀋阳在哪里 is Simplified text with one
+    Traditional name; 台北在哪裡, one each way, is Traditional)."""
     to_simplified = sum(a != b for a, b in zip(text, _simplified(text)))
-    out = converter("s2t")(text)
+    out = converter("s2tw")(text)
     to_traditional = sum(a != b for a, b in zip(text, out)) if len(out) == len(text) else 0
-    return to_simplified > to_traditional
+    return to_simplified > 0 and to_simplified >= to_traditional
 
 
 @dataclass(frozen=True, slots=True)
