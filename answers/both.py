@@ -20,7 +20,6 @@ from retrieval.index import ChunkIndex
 from routing.router import RouteDecision
 
 
-
 def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex, reports: Sequence[Report], *,
                       top_k: int, n_sentences: int, level: int | None, max_reports: int, max_points: int,
                       metadata_filter: dict[str, Any] | None = None, query_vector: np.ndarray | None = None,

@@ -51,7 +51,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
-     "11分领先于全队。齿轮把动力传给车轮。齿轮磨损后需要更换。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。1982年，米格尔·德·拉·马德里当选总统。第四十九届超级碗在亚利桑那举行。野马队赢得了超级碗。"),
+     "11分领先于全队。齿轮把动力传给车轮。齿轮磨损后需要更换。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"
+     "1982年，米格尔·德·拉·马德里当选总统。第四十九届超级碗在亚利桑那举行。野马队赢得了超级碗。"),
     ("rows.jsonl",
      '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
      'Indian War, after the two enemies of the British."}\n'

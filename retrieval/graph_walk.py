@@ -264,12 +264,12 @@ class GraphWalk:
         that are not part of a longer one; where no whole name is spelled, a span that is the last part of one
         name alone (:func:`last_parts`: "Stiglitz" of "Joseph Stiglitz"). In a question that capitalizes names, a
         lowercase span does not name a capitalized entity. Entities mentioned in more than ``max_entity_share`` of
-        the chunks seed nothing; each seed weighs by its inverse chunk frequency. A name found in prose seeds only when the question
-        capitalizes the span amid lower-case words, or when at least ``name_share`` of the chunks holding its
-        words lie in documents that mention it (:meth:`share`): "type" does not name "Types", met once where a
-        heading opened a line, in a corpus where "type" is an ordinary word; identifiers and other shaped
-        entities link as spelled. With the question's vector ``query_vector`` (the
-        dense list's) and entity vectors attached, the ``vector_seeds`` entities closest to it above
+        the chunks seed nothing; each seed weighs by its inverse chunk frequency. A name found in prose seeds only
+        when the question capitalizes the span amid lower-case words, or when at least ``name_share`` of the chunks
+        holding its words lie in documents that mention it (:meth:`share`): "type" does not name "Types", met
+        once where a heading opened a line, in a corpus where "type" is an ordinary word; identifiers and other
+        shaped entities link as spelled. With the question's vector ``query_vector`` (the dense list's) and entity
+        vectors attached, the ``vector_seeds`` entities closest to it above
         ``vector_threshold`` join them (:meth:`link_vectors`)."""
         words = spans.words(question)
         language = detect_language(question)

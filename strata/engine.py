@@ -250,7 +250,8 @@ class Engine:
                                      on_delta=on_delta)
         if decision.route == "global":
             reports: Sequence[Report] = snap.reports
-            if about_the_whole(decision, snap.reports):  # the largest communities, each page counted by its kind (strata.topics)
+            # the largest communities, each page counted by its kind (strata.topics)
+            if about_the_whole(decision, snap.reports):
                 kinds = {row.chunk_id: row.fields.get("kind") for row in snap.index.rows}
                 reports = whole_corpus_reports(pick_level(snap.reports, s.global_level), kinds,
                                                self.settings.communities.kind_weights, s.global_reports)

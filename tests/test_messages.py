@@ -38,5 +38,7 @@ def test_a_decline_reads_in_the_questions_language() -> None:
     pl = say("declined", "Dlaczego usługa rozliczeń zwróciła błąd?", p=0.12, t=0.25)
     assert pl.startswith("Zaindeksowany tekst") and "0,12" in pl and "0.12" not in pl  # a decimal comma
     assert smaller_ones(1, "Jakie są tematy?") == " i 1 mniejsza"
-    assert smaller_ones(3, "Jakie są tematy?") == " i 3 mniejsze" and smaller_ones(12, "Jakie są tematy?") == " i 12 mniejszych"
-    assert smaller_ones(2, "What are the topics?") == ", and 2 smaller ones" and smaller_ones(0, "Jakie są tematy?") == ""
+    assert smaller_ones(3, "Jakie są tematy?") == " i 3 mniejsze"
+    assert smaller_ones(12, "Jakie są tematy?") == " i 12 mniejszych"
+    assert smaller_ones(2, "What are the topics?") == ", and 2 smaller ones"
+    assert smaller_ones(0, "Jakie są tematy?") == ""

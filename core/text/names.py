@@ -291,11 +291,16 @@ def find_entities(sentence: str, ordinary: frozenset[str] | None = None) -> list
                 # (checked against what was taken inside the run alone: a long run has many candidates)
                 inside = [(ts, te) for ts, te in finds.taken if ts < m.end() and te > m.start()]
                 for f in [f for f in _chinese(sentence[m.start():m.end()], m.start())
-                          if all(f.end <= ts or f.start >= te for ts, te in inside)]:
+                          if _clear(f.start, f.end, inside)]:
                     finds.add(f)
             else:
                 _identifier(kind, m, sentence, finds)
     return sorted(finds.found, key=lambda f: f.start)
+
+
+def _clear(s: int, e: int, taken: Iterable[tuple[int, int]]) -> bool:
+    """Whether the span [s, e) overlaps none of ``taken``."""
+    return all(e <= ts or s >= te for ts, te in taken)
 
 
 class _Finds:
@@ -306,7 +311,7 @@ class _Finds:
         self.found: list[Found] = []
 
     def free(self, s: int, e: int) -> bool:
-        return all(e <= ts or s >= te for ts, te in self.taken)
+        return _clear(s, e, self.taken)
 
     def add(self, f: Found) -> None:
         self.taken.append((f.start, f.end))
@@ -412,20 +417,20 @@ SPAN_MAX_CHARS = 8  # and characters
 _HAN_WORD = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
 
 
-def _chinese(run: str, offset: int) -> list[Found]:
+def _chinese(run: str, offset: int, with_spans: bool = True) -> list[Found]:
     """The proper names of a run of Chinese text (typed by the tagger), and its candidate terms, with offsets
     ``offset`` on: runs of two or more nouns of at least :data:`TERM_MIN_CHARS` characters (调度+器), and the
     nouns the segmenter keeps whole (:data:`core.text.cjk.TERM_TAGS`: 黑死病, 蒸汽机, 齿轮), inside such a run
     too: a run and its nouns may overlap, and the extractor judges each by its uses; and spans of two to
     :data:`SPAN_MAX_WORDS` words of a run that may hold a term (:func:`core.text.cjk.segments`), with their joins,
-    which the extractor keeps only where the corpus writes those words together."""
+    which the extractor keeps only where the corpus writes those words together (not ``with_spans``: none)."""
     out = [Found(offset + n.start, offset + n.start + len(n.text), n.text, _CJK_KINDS[n.kind])
            for n in cjk.names(run)]
     named = [(f.start, f.end) for f in out]
 
-    def term(s: int, e: int) -> None:  # a candidate term at [s, e), unless it overlaps a name
-        if all(e <= ns or s >= ne for ns, ne in named):
-            out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True))
+    def term(s: int, e: int, joins: tuple[tuple[str, str], ...] = ()) -> None:  # a candidate term at [s, e),
+        if _clear(s, e, named):  # unless it overlaps a name
+            out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True, joins=joins))
 
     toks = cjk.tagged(run)
     runs: set[tuple[int, int]] = set()
@@ -445,14 +450,12 @@ def _chinese(run: str, offset: int) -> list[Found]:
         i = max(j, i + 1)
     # Spans of words that the dictionary does not hold as one and tags otherwise (超级+碗, 免疫+缺陷, 公民+不+服从):
     # candidates the extractor keeps only where the corpus writes their words together (their joins).
-    for seg in cjk.segments(run):
+    for seg in cjk.segments(run) if with_spans else ():
         for a in range(len(seg)):
             for b in range(a + 2, min(len(seg), a + SPAN_MAX_WORDS) + 1):
                 s, e = offset + seg[a].start, offset + seg[b - 1].start + len(seg[b - 1].word)
-                if TERM_MIN_CHARS <= e - s <= SPAN_MAX_CHARS and (s, e) not in runs and all(
-                        e <= ns or s >= ne for ns, ne in named):
-                    joins = tuple((seg[k].word, seg[k + 1].word) for k in range(a, b - 1))
-                    out.append(Found(s, e, run[s - offset:e - offset], "concept", term=True, joins=joins))
+                if TERM_MIN_CHARS <= e - s <= SPAN_MAX_CHARS and (s, e) not in runs:
+                    term(s, e, tuple((seg[k].word, seg[k + 1].word) for k in range(a, b - 1)))
     return sorted(out, key=lambda f: f.start)
 
 
@@ -471,5 +474,5 @@ def chinese_terms(view: str) -> set[str]:
     documents using a term (:class:`extraction.wordlike.WordModel`) reads. Not the spans of words, which are
     judged by their joins instead, and at three characters or more are never a common word (``common_term``)."""
     return {f.name for m in _CJK_RUN.finditer(view) if _HAN_WORD.search(m.group(0))
-            for f in _chinese(m.group(0), 0) if f.term and not f.joins}
+            for f in _chinese(m.group(0), 0, with_spans=False) if f.term}
 
