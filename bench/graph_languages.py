@@ -1,8 +1,9 @@
 """The graph in Chinese and Polish: entities, linking, the walk's lift and routing, beside English on parallel text.
 
-    python -m bench.graph_languages [--data DIR] [--polaq-paragraphs N] [--sample 100]
+    python -m bench.graph_languages [--data DIR] [--polaq-paragraphs N] [--sample 100] [--embedder e5]
 
-Corpora (each indexed as a Strata workspace, one paragraph per chunk, offline extraction, the default embedder):
+Corpora (each indexed as a Strata workspace, one paragraph per chunk, offline extraction, the default embedder or
+``--embedder``'s):
 - XQuAD's 240 paragraphs in English and in Chinese (``qa/xquad_en.jsonl``, ``qa/xquad_zh.jsonl``): the same
   paragraphs and questions in both languages, so every figure has its English twin;
 - PolAQ's paragraphs (``qa/polaq_manual_pl.jsonl``, the first ``--polaq-paragraphs`` by a stable hash), indexed
@@ -61,7 +62,8 @@ def corpus_file(name: str, rows: list[dict[str, Any]]) -> tuple[Path, dict[str, 
     return path, ids
 
 
-def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> tuple[dict[str, Any], Any]:
+def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True, embedder: str | None = None
+            ) -> tuple[dict[str, Any], Any]:
     import shutil
 
     from bench.multihop import bench_settings
@@ -74,8 +76,8 @@ def measure(name: str, rows: list[dict[str, Any]], base_forms: bool = True) -> t
     from strata.engine import Engine
 
     path, ids = corpus_file(name, rows)
-    folder = WORK / f"{path.stem}-{'base' if base_forms else 'written'}"
-    settings = bench_settings(folder)
+    folder = WORK / f"{path.stem}-{'base' if base_forms else 'written'}{'-' + embedder if embedder else ''}"
+    settings = bench_settings(folder, embedder)
     settings = settings.model_copy(update={"extraction": settings.extraction.model_copy(
         update={"name_base_forms": base_forms})})
     ws = Workspace(folder)
@@ -122,12 +124,16 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--polaq-paragraphs", type=int, default=400)
     ap.add_argument("--sample", type=int, default=100)
+    ap.add_argument("--embedder", default=None,
+                    help="a retrieval.embedder for every corpus (e5: the one that reads Chinese and Polish, whose "
+                         "entities then get vectors and link by them too); default: the settings' (auto: MiniLM when "
+                         "installed)")
     args = ap.parse_args()
     configure(ComputeSettings())
     results = []
     en, zh = (_jsonl(args.data / "qa" / f"xquad_{lang}.jsonl") for lang in ("en", "zh"))
-    fig_en, _ = measure("xquad-en", en)
-    fig_zh, lex_zh = measure("xquad-zh", zh)
+    fig_en, _ = measure("xquad-en", en, embedder=args.embedder)
+    fig_zh, lex_zh = measure("xquad-zh", zh, embedder=args.embedder)
     results += [fig_en, fig_zh]
     ratio = fig_zh["entities_per_paragraph"] / max(1e-9, fig_en["entities_per_paragraph"])
     linked_ratio = fig_zh["linked"] / max(1e-9, fig_en["linked"])
@@ -136,8 +142,8 @@ def main() -> None:
     keep = sorted({r["context"] for r in polaq}, key=lambda c: stable_hash("graph-languages", c, size=8))
     keep_set = set(keep[:args.polaq_paragraphs])
     pl_rows = [r for r in polaq if r["context"] in keep_set]
-    fig_pl, _ = measure("polaq", pl_rows)
-    fig_pl_written, _ = measure("polaq", pl_rows, base_forms=False)
+    fig_pl, _ = measure("polaq", pl_rows, embedder=args.embedder)
+    fig_pl_written, _ = measure("polaq", pl_rows, base_forms=False, embedder=args.embedder)
     fig_pl_written["corpus"] = "polaq (names as written)"
     results += [fig_pl, fig_pl_written]
     print(f"{'corpus':<26}{'ent/par':>8}{'once':>7}{'spans':>7}{'linked':>8}{'seeded':>8}{'R@5':>7}{'R@5 ng':>8}"

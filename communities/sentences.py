@@ -22,6 +22,7 @@ import numpy as np
 
 from core.records import chunk_id as first_chunk_id, document_of
 from core.text.names import COMMON_WORDS
+from core.text.script import CJK_CHAR
 from core.text.sentences import split_sentences, title_line
 
 
@@ -46,7 +47,6 @@ like know think going let way yes don't can't won't it's i'm i've you're we're t
 """.split())
 STOP = frozenset(COMMON_WORDS | _EXTRA_STOP)
 MIN_WORDS = 4
-_CJK = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u3040-\u30ff\uac00-\ud7af]")
 MAX_CHARS = 700
 
 def whole_sentences(text: str, at_document_start: bool = True, title: str | None = None) -> list[tuple[int, int]]:
@@ -93,7 +93,7 @@ def whole_sentences(text: str, at_document_start: bool = True, title: str | None
         last = i == len(spans) - 1
         if not _TERMINAL.search(unit) and (not item or last):
             continue
-        if len(_WORD.findall(unit)) < MIN_WORDS and len(_CJK.findall(unit)) < 2 * MIN_WORDS:
+        if len(_WORD.findall(unit)) < MIN_WORDS and len(CJK_CHAR.findall(unit)) < 2 * MIN_WORDS:
             continue  # (Chinese, Japanese and Korean are written without spaces: counted by characters)
         out.append((s, e))
     return out

@@ -24,9 +24,10 @@ from typing import Iterable
 
 from core.records import Chunk, Document, chunk_id, stable_hash
 from core.settings import ChunkingSettings
+from core.text.script import CJK_RANGES
 from extraction.titles import document_title
 
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]|[^\W_]+(?:[_'’][^\W_]+)*|[^\w\s]|_+", re.UNICODE)
+_TOKEN = re.compile(rf"[{CJK_RANGES}]|[^\W_]+(?:[_'’][^\W_]+)*|[^\w\s]|_+", re.UNICODE)
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S")

@@ -4,13 +4,15 @@ It needs no model and gives the same output for the same text on every machine. 
 finder (:func:`core.text.names.find_entities`: identifiers, capitalized names, Chinese proper names and candidate
 terms); this module decides which of them are entities of a document. A Chinese candidate term (a run of nouns,
 or a noun the segmenter keeps whole, where no longer term kept holds it) is one when the document uses it in
-more than one sentence, unless it is a common word of the language
+more than one sentence, or when another document of the corpus does and the term has three characters or more
+(:meth:`extraction.wordlike.WordModel.recurring_term`), unless it is a common word of the language
 (:meth:`extraction.wordlike.WordModel.common_term`). In a Polish document a name is given in its base form
 ("w Warszawie", "z Warszawy" are both Warszawa; :mod:`core.text.lemma`), so its cases are one entity. It reads the
 prose view of the text (:mod:`core.text.markup`: Markdown, HTML, front matter, code blocks and licence
-boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence is a
-name only when it recurs mid-sentence (not in a heading, which may capitalize every word), and "<Name>'s <noun>"
-is an entity of its own only when the document uses the phrase more than once.
+boilerplate blanked, offsets kept), and keeps no bare version. A single capitalized word opening a sentence or a
+quotation („Kiedy wydała, “When) is a name only when it recurs mid-sentence (not in a heading, which may
+capitalize every word); one quoted alone („Batory”, “Titanic”) is a name unless the corpus writes it in lower
+case; and "<Name>'s <noun>" is an entity of its own only when the document uses the phrase more than once.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
 from core.text.names import Found, find_entities, ordinary_words
+from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
 from extraction.markdown_text import heading_line
@@ -96,7 +99,7 @@ def _found_under_title(text: str, cells: str, title: int, end: int, ordinary: fr
 
     def subject(f: Found) -> bool:  # the name opens the text (after any quote or mark) with a title word
         first = _TITLE_WORDS.findall(f.name.split()[0]) if f.name.split() else []
-        return (not cells[rest:rest + f.start].strip(" \"'“‘(*_") and bool(first)
+        return (not cells[rest:rest + f.start].strip(" (*_" + QUOTATION_MARKS) and bool(first)
                 and all(w.casefold() in titled for w in first))
 
     body = [replace(f, at_start=False, opens=False) if subject(f) else f
@@ -159,6 +162,15 @@ class OfflineExtractor:
             lambda w, after: w.lower() in ordinary)
         return lambda w, after: w not in recurring and judge(w, after)
 
+    def _term(self, name: str, phrases: frozenset[str]) -> bool:
+        """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
+        ``phrases``), or another document of the corpus does and it has three characters or more
+        (:meth:`WordModel.recurring_term`); and it is no common word of the language (:meth:`WordModel.common_term`)."""
+        words = self.words
+        if words is None:
+            return name in phrases
+        return (name in phrases or words.recurring_term(name)) and not words.common_term(name)
+
     def extract_chunk(self, chunk: Chunk, names_mid_sentence: frozenset[str] | None = None) -> ChunkExtraction:
         """Entities and relations of one chunk read alone. A single capitalized word that only ever opens a
         sentence ("Operation", "Connection", "Latency") is kept only when it also occurs as a name mid-sentence
@@ -171,11 +183,12 @@ class OfflineExtractor:
             sentences, self._lower_case(ordinary))
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str,
-                           self._by_position(ordinary, recurring))
+                           self._by_position(ordinary, recurring), self._lower_case(ordinary))
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
-               by_position: Callable[[str, str], bool] = lambda w, after: False) -> ChunkExtraction:
+               by_position: Callable[[str, str], bool] = lambda w, after: False,
+               lower_case: Callable[[str], bool] = lambda w: False) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -184,13 +197,15 @@ class OfflineExtractor:
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
             found = [f if sent.heading else _opening_word_apart(f, sentence, by_position) for f in sent.found]
+            # (a word quoted alone, "Titanic" or "Save", is a name unless the corpus writes it in lower case)
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
+                     and (not f.quoted or f.name in recurring or not lower_case(f.name))
                      and (not f.possessive or f.name.lower().replace("’", "'") in phrases)
-                     and (not f.term or f.name in phrases and (self.words is None or not self.words.common_term(f.name)))
+                     and (not f.term or self._term(f.name, phrases))
                      and (not f.joins or self.words is not None and self.words.cohesive(f.joins))]
             found = _outermost_terms(_spans_where_nothing_is_kept(found))
             if self.words is not None:
-                found = [f for f in found if f.type in _SHAPED_TYPES or _CJK_SCRIPT.search(f.name)
+                found = [f for f in found if f.type in _SHAPED_TYPES or has_cjk(f.name)
                          or self.words.wordlike(f.name) and not (_PLAIN_WORD.fullmatch(f.name) and f.type == "identifier"
                                                                  and self.words.prose_word(f.name))]
             written: dict[str, str] = {}  # a name in its base form -> as this sentence writes it
@@ -238,7 +253,7 @@ class OfflineExtractor:
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             by_position = self._by_position(ordinary, recurring)
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position)
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, self._lower_case(ordinary))
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
@@ -248,7 +263,6 @@ _SHAPED_TYPES = frozenset({"error_code", "version"})
 # A code span holding one plain lower-case word that the corpus's prose uses as a word ("the `main` branch") is that
 # word, not a name.
 _PLAIN_WORD = re.compile(r"[a-z]+")
-_CJK_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
 def _spans_where_nothing_is_kept(found: list[Found]) -> list[Found]:
@@ -306,5 +320,5 @@ def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[st
     "| Enable Consul Connect support |"), where "Alex" of "Alex Mercer checked the logs" is a name. So "Enable"
     and "Main" opening a table cell elsewhere ("| Main service to forward requests to |") stay words."""
     return frozenset(w for sent in sentences if not sent.heading
-                     for f in sent.found if f.type == "name" and not f.at_start
+                     for f in sent.found if f.type == "name" and not f.at_start and not f.quoted
                      for i, w in enumerate(f.name.split()) if not (i == 0 and f.opens and lower_case(w)))

@@ -9,9 +9,10 @@ generic blocks, references resolved elsewhere, inline HTML and Markdown inside H
 words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
 first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
 wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
-(runs of nouns, and nouns kept whole, inside a run too; Simplified and Traditional), Polish names in their
-cases, and rows of a JSON Lines corpus, whose title the loader writes on the line above its text (one text
-opening with a word of its title).
+(runs of nouns, and nouns kept whole, inside a run too; Simplified and Traditional; a term another document
+repeats), Polish names in their cases, a capital after a Polish opening quote and a name quoted alone, and rows
+of a JSON Lines corpus, whose title the loader writes on the line above its text (one text opening with a word
+of its title).
 """
 
 from __future__ import annotations
@@ -60,5 +61,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      '{"_id": "obrien", "title": "Conan O\'Brien", "text": "\\"O\'Brien\\" hosted the show."}'),
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
-     "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa. W Krakowie mieszka Jan Kowalski."),
+     "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa. W Krakowie mieszka Jan Kowalski. "
+     "Mówił wtedy „Kiedy wrócę, zadzwonię” i wyszedł, a statek „Batory” odpłynął."),
+    ("zh-more.txt", "工程师检查了调度器。"),
 )

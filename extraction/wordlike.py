@@ -29,6 +29,7 @@ from core.text.markup import prose_view
 from core.text.script import has_cjk
 from core.text.names import (TERM_MIN_CHARS, capitalized_mid_sentence, chinese_segments, chinese_terms,
                               lower_case_words)
+from core.text.sentences import split_sentences
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
@@ -91,6 +92,7 @@ class WordModel:
     pairs: Counter[tuple[str, str]] = field(default_factory=Counter)  # such a word and a capitalized next one
     documents: int = 0  # the texts read (of_texts) that are written in a CJK script
     term_documents: Counter[str] = field(default_factory=Counter)  # Chinese candidate terms: the texts using each
+    recurring_terms: Counter[str] = field(default_factory=Counter)  # ... the texts using each in two sentences or more
     han_words: Counter[str] = field(default_factory=Counter)  # Chinese words in runs that may hold a term: uses
     joined: Counter[tuple[str, str]] = field(default_factory=Counter)  # two such words side by side: uses
 
@@ -128,6 +130,7 @@ class WordModel:
         capital: Counter[str] = Counter()
         pairs: Counter[tuple[str, str]] = Counter()
         terms: Counter[str] = Counter()
+        recurring: Counter[str] = Counter()
         han_words: Counter[str] = Counter()
         joined: Counter[tuple[str, str]] = Counter()
         documents = 0
@@ -138,7 +141,10 @@ class WordModel:
                 view = _prose_of(t)
                 if has_cjk(view):  # (only a text in a CJK script can use a Chinese term: the share is of those)
                     documents += 1
-                    terms.update(chinese_terms(view))
+                    # (the sentences the extractor counts: split on the text, for its table rows and headings)
+                    uses = Counter(term for s, e in split_sentences(t) for term in chinese_terms(view[s:e]))
+                    terms.update(uses.keys())
+                    recurring.update(t for t, n in uses.items() if n >= 2)
                     for seg in chinese_segments(view):
                         han_words.update(seg)
                         joined.update(zip(seg, seg[1:]))
@@ -151,7 +157,7 @@ class WordModel:
 
         model = cls.fit(words())
         model.lower, model.capital, model.pairs = lower, capital, pairs
-        model.documents, model.term_documents = documents, terms
+        model.documents, model.term_documents, model.recurring_terms = documents, terms, recurring
         model.han_words, model.joined = han_words, joined
         return model
 
@@ -196,6 +202,16 @@ class WordModel:
         if len(term) >= TERM_MIN_CHARS:
             return False
         return self.term_documents.get(term, 0) > max(2.0, TERM_DOCUMENT_SHARE * self.documents)
+
+    def recurring_term(self, term: str) -> bool:
+        """Whether a document of the corpus uses the candidate term (:meth:`common_term`'s) in more than one
+        sentence, and the term is at least :data:`TERM_MIN_CHARS` characters long: an entity then wherever the
+        corpus names it, once or more (:mod:`extraction.offline`). A paragraph that names 神秘博士 once names the
+        entity its neighbours establish, as an extractor reading the whole corpus would; a term no document
+        repeats stays none. A two-character noun is where the common words are (:meth:`common_term`): one that a
+        few documents repeat (城市, 海洋, 法院) names, where another uses it once, the word more often than the
+        term, and is an entity only where it is repeated."""
+        return len(term) >= TERM_MIN_CHARS and self.recurring_terms.get(term, 0) > 0
 
     def cohesive(self, joins: Sequence[tuple[str, str]]) -> bool:
         """Whether a span of Chinese words is one term by how the corpus writes its words (``joins``: each pair of

@@ -39,7 +39,7 @@ from scipy import sparse
 from core.records import GraphSnapshot
 from core.text import cjk, spans
 from core.text.language import detect_language
-from core.text.script import has_cjk
+from core.text.script import NAME_JOINERS, has_cjk
 from core.text.lemma import forms
 from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
 from retrieval import entity_vectors
@@ -111,7 +111,7 @@ NO_LINK = Link(())
 SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
 
 
-_NAME_PARTS = re.compile(rf"[\s{spans.NAME_JOINERS}]+")  # what separates a name's parts: spaces, interpuncts
+_NAME_PARTS = re.compile(rf"[\s{NAME_JOINERS}]+")  # what separates a name's parts: spaces, interpuncts
 
 
 def last_parts(names: Sequence[str], types: Sequence[str], bases: Mapping[str, str],
@@ -335,8 +335,8 @@ class GraphWalk:
         start, end = words[i].start, words[i + n - 1].end
         text = words[i].text
         if text.lower() == text.upper():
-            if ((start > 0 and question[start - 1] in spans.NAME_JOINERS)
-                    or (end < len(question) and question[end] in spans.NAME_JOINERS)):
+            if ((start > 0 and question[start - 1] in NAME_JOINERS)
+                    or (end < len(question) and question[end] in NAME_JOINERS)):
                 return False
             cuts = {0, len(question)} | {t.start for t in cjk.tagged(question)}
             return start in cuts and end in cuts

@@ -22,8 +22,9 @@ from typing import Callable
 
 from core.text.language import POLISH_FUNCTION_WORDS, detect_language
 from core.text.lemma import polish_lemma
+from core.text.script import CJK_RANGES
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_RANGES
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}](?:[\w.\-]*[^\W_{_CJK}])?|_[\w]+", re.UNICODE)
 _SPLIT = re.compile(r"[_.\-]+")
 

@@ -51,6 +51,65 @@ def test_a_noun_the_segmenter_keeps_whole_is_a_term_where_a_document_repeats_it_
     assert {"齿轮", "黑死病"} <= found and "方法" not in found, found
 
 
+def test_a_term_another_document_repeats_is_an_entity_where_a_document_names_it_once() -> None:
+    """黑死病 (three characters) repeated by one document is an entity in the paragraph naming it once; 齿轮 (two,
+    where the common words are) only where it is repeated; a term no document repeats is none anywhere."""
+    from extraction.wordlike import WordModel
+
+    docs = ["黑死病于1347年传入欧洲。黑死病造成了大量死亡。齿轮把动力传给车轮。齿轮磨损后需要更换。",
+            "那一年黑死病到达英格兰，齿轮也坏了。",
+            "蒸汽机在工厂里很常见。", "工程师修理了蒸汽机。",
+            *(f"第{i}篇文章讲天气。" for i in range(60))]
+    words = WordModel.of_texts(docs)
+    assert words.recurring_term("黑死病") and not words.recurring_term("蒸汽机")
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(docs)])
+    found = [{e.name for e in ex.entities} for ex in result.extractions]
+    assert {"黑死病", "齿轮"} <= found[0], found[0]
+    assert "黑死病" in found[1] and "齿轮" not in found[1], found[1]
+    assert "蒸汽机" not in found[2] | found[3]  # each uses it once: nothing establishes it
+    # without the corpus, a document judges alone
+    alone = OfflineExtractor(ExtractionSettings()).extract([_chunk("d1", docs[1])])
+    assert "黑死病" not in {e.name for e in alone.extractions[0].entities}
+
+
+def test_a_capital_after_any_language_s_opening_quote_is_its_place_s_unless_the_name_is_quoted_alone() -> None:
+    """„Kiedy wydała…” opens a quotation as “When…” does: the capital of its first word says nothing of a name
+    (no entity "Kiedy", whose lemma a Polish question would meet), in Polish, French or German quotes. A name
+    quoted alone („Batory”, “Titanic”, „The New York Times”) is a title or a name mentioned as such: a name, kept
+    whole. A mark after a word closes its quotation (»Lalkę« Prusa) or is no quote (Paris‚ France)."""
+    texts = ("Przyznała w wywiadzie: „Kiedy wydała album, pomyślałam o Beyoncé”. Potem mówiła „Może jutro”.",
+             "Il a dit «Pourquoi pas» et il est parti.", "Er sagte „Vielleicht morgen“ und ging.",
+             "Rihanna wymienia Beyoncé w gronie ulubionych wokalistek.",
+             "Statek „Batory” wypłynął z Gdyni. Klub „Legia” wygrał mecz. The ship “Titanic” sank.",
+             "Czytał „The New York Times” codziennie i nucił „Say My Name” w domu.",
+             "Czytałam »Lalkę« Prusa.", "The road from Paris‚ France to Berlin is long.")
+    names = {n for n, _ in _entities(*texts)}
+    assert not names & {"Kiedy", "Może", "Pourquoi", "Vielleicht"}, names
+    assert {"Beyoncé", "Batory", "Legia", "Titanic", "The New York Times", "Say My Name", "Prus",
+            "France"} <= names, names
+    assert not names & {"York Times", "Name"}, names
+
+
+def test_a_word_quoted_alone_is_a_name_unless_the_corpus_writes_it_in_lower_case() -> None:
+    """“Titanic” and „Legia” are names; "Save", “Settings” and 'Advanced' are words a documentation corpus writes
+    in lower case, quoted as labels; a quoted key ("Authorization": ...) is no name; a title in single quotes keeps
+    its first word as one in double quotes does; a quotation after a Chinese character opens there as after a
+    space (以“Flung to the Heedless Winds”: no entity "Flung")."""
+    from extraction.wordlike import WordModel
+
+    texts = ['Click the "Save" button, then open “Settings” and the \'Advanced\' tab.',
+             '"Authorization": "Bearer token" is sent with each request.',
+             "The ship “Titanic” sank in 1912, and fans of „Legia” sang.",
+             "Capra directed 'It Happened One Night' in 1934.",
+             "以“Flung to the Heedless Winds”为题的赞美诗流传很广。"]
+    prose = [f"Users save their settings in the advanced view {i} times a day, and save them again." for i in range(5)]
+    words = WordModel.of_texts(texts + prose)
+    result = OfflineExtractor(ExtractionSettings(), words).extract([_chunk(f"d{i}", t) for i, t in enumerate(texts)])
+    names = {e.name for ex in result.extractions for e in ex.entities}
+    assert {"Titanic", "Legia", "It Happened One Night"} <= names, names
+    assert not names & {"Save", "Settings", "Advanced", "Authorization", "Flung", "Happened One Night"}, names
+
+
 def test_a_corpus_about_one_system_keeps_its_hub_term_and_a_kept_run_stands_for_its_nouns() -> None:
     from extraction.wordlike import WordModel
 
@@ -106,6 +165,9 @@ def test_chinese_names_come_typed_and_whole_traditional_as_written() -> None:
     assert names.get("歐洲") == "location" and names.get("德國") == "location"
     assert all(len(n) >= 2 for n in names), names
     assert not any(n in ("年末", "显示", "面部") for n in names)
+    # every interpunct a text may join a name's parts with, the extractor's and the question spans' one set
+    for mark in "\u00b7\u2022\u2027\u22c5\u30fb\uff65":
+        assert dict(_entities(f"职业碗防守截锋卡万{mark}肖特以 11 分领先于全队。")).get(f"卡万{mark}肖特") == "person", mark
 
 
 def test_chinese_questions_link_entities_by_character_spans() -> None:

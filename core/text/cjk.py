@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
+from core.text.script import NAME_JOINERS, han
+
 NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "nt": "organization",
              "nz": "name"}
 NUMERAL_TAG = "m"
@@ -31,7 +33,7 @@ NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
 # tag l: beside 量子力学 and 文艺复兴 they are 事实上 and 也就是说, which a document repeats as often, and which at three
 # characters and more the corpus's share of documents does not judge.)
 TERM_TAGS = frozenset({"n", "j"})
-_JOINERS = frozenset("·‧•・")
+_JOINERS = frozenset(NAME_JOINERS)
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 
@@ -133,7 +135,7 @@ def segments(text: str) -> list[tuple[Token, ...]]:
     out: list[tuple[Token, ...]] = []
     run: list[Token] = []
     for tok in tagged(text):
-        if tok.tag[:1] in SPAN_BREAK_TAGS or not _han(tok.word):
+        if tok.tag[:1] in SPAN_BREAK_TAGS or not han(tok.word):
             if run:
                 out.append(tuple(run))
             run = []
@@ -144,14 +146,10 @@ def segments(text: str) -> list[tuple[Token, ...]]:
     return out
 
 
-def _han(word: str) -> bool:
-    return bool(word) and all("\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff" for ch in word)
-
-
 def _piece(tok: Token) -> bool:
     """Whether a token can be a piece of a transliterated name: a name the tagger found, or a single character it
     took for a content word (拉 read as a verb in 米格尔·德·拉·马德里, 坦 cut from 托尔斯坦)."""
-    return tok.tag in NAME_TAGS or (len(tok.word) == 1 and _han(tok.word) and tok.tag[:1] not in FUNCTION_TAGS)
+    return tok.tag in NAME_TAGS or (len(tok.word) == 1 and han(tok.word) and tok.tag[:1] not in FUNCTION_TAGS)
 
 
 def _part(toks: Sequence[Token], k: int) -> int | None:

@@ -17,14 +17,16 @@ import re
 from collections import Counter
 from typing import Iterable
 
+from core.text.script import CJK_RANGES, HAN_RANGES
+
 UNDETERMINED = "und"
 NAMES = {"zh": "Chinese", "ja": "Japanese", "ko": "Korean", "pl": "Polish", "en": "English",
          UNDETERMINED: "undetermined"}
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN = re.compile(f"[{HAN_RANGES}]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")
-_CJK_ANY = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff]")
+_CJK_ANY = re.compile(f"[{CJK_RANGES}\u1100-\u11ff]")  # (and Hangul's conjoining letters)
 _LETTER = re.compile(r"[^\W\d_]")
 _LATIN_WORD = re.compile(r"[a-ząćęłńóśźżäöüéèàç]+")
 _POLISH_LETTERS = re.compile(r"[ąćęłńśźż]")

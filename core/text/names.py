@@ -21,6 +21,7 @@ from typing import Iterable
 
 from core.text import cjk
 from core.text.junk import FUNCTION_WORDS, junk_reason
+from core.text.script import CJK_CHAR, CJK_RANGES, HAN_RANGES, HAN_WORD, NAME_JOINERS, QUOTATION_MARKS
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -51,7 +52,7 @@ _CONNECTORS = {"of", "de", "von", "van", "der", "la", "le", "du", "di"}
 
 # A word character of an alphabetic script: a name in Latin (or any alphabetic) letters ends where Han, kana or Hangul
 # begins, since those scripts write no space between words ("DECnet是" is the name DECnet and the particle 是).
-_LW = r"(?:(?![\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af])\w)"
+_LW = rf"(?:(?![{CJK_RANGES}])\w)"
 
 CODE_NAME_CHARS = (2, 80)  # a code span names something when its text is this long (`b` is a variable, not a name)
 
@@ -74,7 +75,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                               r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
     ("name", re.compile(rf"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?(?<!{_LW})[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*(?:(?:\s{{1,3}}(?:of|de|von|van|der|la|le|du|di)(?:\s{{1,3}}the)?)?\s{{1,3}}[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*)*")),
     # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
-    ("cjk", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf](?:[\u4e00-\u9fff\u3400-\u4dbf]|[·‧•・](?=[\u4e00-\u9fff]))+"
+    ("cjk", re.compile(rf"[{HAN_RANGES}](?:[{HAN_RANGES}]|[{NAME_JOINERS}](?=[{HAN_RANGES}]))+"
                        r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
@@ -90,6 +91,7 @@ class Found:
     at_start: bool = False  # a single capitalized word opening its sentence (kept only if it recurs mid-sentence)
     opens: bool = False  # a run of capitalized words opening its clause: its first word is capitalized by position
     possessive: bool = False  # "<Name>'s <noun>" (kept only if the document uses it more than once)
+    quoted: bool = False  # a single word quoted alone ("Titanic", "Save"): a name unless written in lower case
     term: bool = False  # a run of Chinese nouns (kept only if the document uses it in more than one sentence)
     joins: tuple[tuple[str, str], ...] = ()  # a span of Chinese words: its pairs of neighbours (kept when cohesive)
 
@@ -159,10 +161,31 @@ def _caps_names(run: str, start: int, ordinary: frozenset[str]) -> list[tuple[in
 
 
 def _is_sentence_start(sentence: str, offset: int) -> bool:
-    """Whether a word at ``offset`` opens its sentence: after a full stop, a colon, an opening quote, or a table
-    cell's border (a cell's text opens like a sentence: "| Main domain name |")."""
-    prefix = sentence[:offset].strip(" \t\n\"'“‘(*#-—–_>")
-    return not prefix or prefix[-1] in ".!?:;“\"‘'|"
+    """Whether a word at ``offset`` opens its sentence: after a full stop or a colon (and any quotation marks
+    between), or a table cell's border (a cell's text opens like a sentence: "| Main domain name |")."""
+    prefix = sentence[:offset].strip(" \t\n(*#-—–_>" + QUOTATION_MARKS)
+    return not prefix or prefix[-1] in ".!?:;|"
+
+
+def opening_quote(sentence: str, offset: int) -> bool:
+    """Whether the word at ``offset`` stands right after a quotation mark that opens a quotation, in any language:
+    the mark is before the word (spaces aside: “ Flung) and follows no letter or digit of an alphabetic script
+    („Kiedy, “When, »Lalkę, 'Change; after a Chinese character too: 以“Flung). A mark after such a word closes
+    (»Lalkę« Prusa, the players' union) or is no quote (l'Italia)."""
+    i = len(sentence[:offset].rstrip())
+    if i == 0 or sentence[i - 1] not in QUOTATION_MARKS:
+        return False
+    before = sentence[i - 2] if i >= 2 else " "
+    return not before.isalnum() or CJK_CHAR.match(before) is not None
+
+
+def _quoted_alone(sentence: str, start: int, end: int) -> bool:
+    """Whether the name at [start, end) is a quotation of its own, a mark opening right before it and one closing
+    right after it („Batory”, “Titanic”, "The New York Times"): a title, or a name quoted as such, whose capital
+    is its own, not its clause's."""
+    after = sentence[end + 1:end + 2] or " "
+    return (opening_quote(sentence, start) and end < len(sentence) and sentence[end] in QUOTATION_MARKS
+            and (not after.isalnum() or CJK_CHAR.match(after) is not None))
 
 
 _REMARK = re.compile(r"\(\s*[a-z][a-z ,-]*\)$")  # "(optional)", "(deprecated)"
@@ -170,7 +193,8 @@ _PARENTHETICAL = re.compile(r"\([^()]*\)$")
 
 
 def _opens_clause(sentence: str, offset: int) -> bool:
-    """Whether a word at ``offset`` opens its sentence, a quotation, a heading, a list item or a table cell, or
+    """Whether a word at ``offset`` opens its sentence, a quotation (:func:`opening_quote`), a heading, a list item
+    or a table cell, follows a quotation that closed with its clause ("... goodness----'" then "Here Scrooge"), or
     stands right after a code span, a type annotation or a lower-case remark in parentheses (an API reference's
     "* `callback` {Function} (optional) Invoked when ...": the item's description opens there, and "Function" is
     a type, not a name; "Lothair II (835-869) King of ..." is not such a remark), or after any parenthetical that
@@ -178,8 +202,10 @@ def _opens_clause(sentence: str, offset: int) -> bool:
     met ...")."""
     while True:
         prefix = sentence[:offset].rstrip()
-        if not prefix or prefix[-1] in ".!?:;“\"‘'(*#>—–-]{}`|" or _REMARK.search(prefix) is not None \
-                or _is_sentence_start(sentence, offset):
+        closed = prefix.rstrip(QUOTATION_MARKS)  # (a quotation closing with its clause: "...goodness----'\nHere")
+        if (not prefix or prefix[-1] in ".!?:;(*#>—–-]{}`|" or opening_quote(sentence, offset)
+                or (closed != prefix and (not closed or closed[-1] in ".!?:;—–-"))
+                or _REMARK.search(prefix) is not None or _is_sentence_start(sentence, offset)):
             return True
         aside = _PARENTHETICAL.search(prefix)
         if aside is None:
@@ -207,8 +233,9 @@ def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
     shift = 0
     # Drop leading determiners and common words where the clause opens, which capitalizes them ("The Ghost" ->
     # "Ghost", "When Scrooge" -> "Scrooge"); mid-sentence a capital is the word's own, and the word is part of
-    # the name ("in New York", "from Let's Encrypt", "by Will Smith").
-    opening = _opens_clause(sentence, start)
+    # the name ("in New York", "from Let's Encrypt", "by Will Smith"), as it is in a title quoted alone ("„Say My
+    # Name”", "“The New York Times”").
+    opening = _opens_clause(sentence, start) and not _quoted_alone(sentence, start, start + len(raw.rstrip("'’")))
     while opening and words and words[0] not in _TITLES and _bare(words[0]) in _WORD_STOP:
         shift = raw.find(words[1], shift + len(words[0])) if len(words) > 1 else len(raw)
         words = words[1:]
@@ -224,8 +251,9 @@ def _clean_name(raw: str, sentence: str, start: int) -> tuple[str, int] | None:
         word = words[0]
         if _bare(word) in _WORD_STOP or _CONTRACTION.fullmatch(word):
             return None
-        if sentence[start + shift + len(word):].startswith(":"):
-            # A lone capitalized word before a colon is a label ("Incident:", "Operation: Dulce", "Note:").
+        if sentence[start + shift + len(word):].lstrip(QUOTATION_MARKS).startswith(":"):
+            # A lone capitalized word before a colon is a label ("Incident:", "Operation: Dulce", "Note:"), or a
+            # key when quoted ("Authorization": ...).
             return None
         if _is_sentence_start(sentence, start + shift):
             # A capitalized word opening a sentence is a name only if it does not look like a common word.
@@ -317,16 +345,16 @@ class _Finds:
         self.taken.append((f.start, f.end))
         self.found.append(f)
 
-    def keep(self, s: int, e: int, text: str, etype: str | None, opens: bool = False) -> None:
+    def keep(self, s: int, e: int, text: str, etype: str | None, opens: bool = False, quoted: bool = False) -> None:
         """A name of type ``etype`` at a free span, unless it is junk (a bare version never is); ``opens``: it
-        opens its clause."""
+        opens its clause; ``quoted``: a single word quoted alone."""
         if etype is None or not self.free(s, e):
             return
         if etype != "version" and junk_reason(text) is not None:
             return
         if etype == "name" and text.lower() in DATABASES:
             etype = "database"
-        self.add(Found(s, e, text, etype, opens=opens))
+        self.add(Found(s, e, text, etype, opens=opens, quoted=quoted))
 
 
 def _identifier(kind: str, m: re.Match[str], sentence: str, finds: _Finds) -> None:
@@ -402,19 +430,20 @@ def _name(m: re.Match[str], sentence: str, ordinary: frozenset[str], finds: _Fin
     etype = _type_for_name(text)
     if text.lower() in DATABASES:
         etype = "database"
-    opens = etype == "name" and _opens_clause(sentence, s)  # (only a name's opening is read: a single word's, a run's)
+    # (only a name's opening is read: a single word's, a run's; a name quoted alone opens no clause of its own)
+    alone = etype == "name" and _quoted_alone(sentence, s, e)
+    opens = etype == "name" and not alone and _opens_clause(sentence, s)
     if opens and " " not in text:
         if finds.free(s, e) and junk_reason(text) is None:
             finds.add(Found(s, e, text, etype, at_start=True))
         return
-    finds.keep(s, e, text, etype, opens)
+    finds.keep(s, e, text, etype, opens, quoted=alone and " " not in text)
 
 
 _CJK_KINDS = {"person": "person", "place": "location", "organization": "organization", "name": "name"}
 TERM_MIN_CHARS = 3  # a run of nouns shorter than this is two common words side by side, not a term
 SPAN_MAX_WORDS = 4  # words of a span of Chinese words that may be a term (超级+碗, 公民+不+服从), at most
 SPAN_MAX_CHARS = 8  # and characters
-_HAN_WORD = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]{2,}")
 
 
 def _chinese(run: str, offset: int, with_spans: bool = True) -> list[Found]:
@@ -445,7 +474,7 @@ def _chinese(run: str, offset: int, with_spans: bool = True) -> list[Found]:
                 term(s, e)
                 runs.add((s, e))
         for t in toks[i:max(j, i + 1)]:  # its nouns, each alone (齿轮 of 齿轮+磨损)
-            if t.tag in cjk.TERM_TAGS and _HAN_WORD.fullmatch(t.word):
+            if t.tag in cjk.TERM_TAGS and HAN_WORD.fullmatch(t.word):
                 term(offset + t.start, offset + t.start + len(t.word))
         i = max(j, i + 1)
     # Spans of words that the dictionary does not hold as one and tags otherwise (超级+碗, 免疫+缺陷, 公民+不+服从):
@@ -464,7 +493,7 @@ def chinese_segments(view: str) -> Iterable[tuple[str, ...]]:
     their words: what the corpus's counts of words standing together (:class:`extraction.wordlike.WordModel`)
     read."""
     for m in _CJK_RUN.finditer(view):
-        if _HAN_WORD.search(m.group(0)):
+        if HAN_WORD.search(m.group(0)):
             for seg in cjk.segments(m.group(0)):
                 yield tuple(t.word for t in seg)
 
@@ -473,6 +502,6 @@ def chinese_terms(view: str) -> set[str]:
     """The candidate terms of a text's prose view (:func:`_chinese`), each once: what the corpus's count of the
     documents using a term (:class:`extraction.wordlike.WordModel`) reads. Not the spans of words, which are
     judged by their joins instead, and at three characters or more are never a common word (``common_term``)."""
-    return {f.name for m in _CJK_RUN.finditer(view) if _HAN_WORD.search(m.group(0))
+    return {f.name for m in _CJK_RUN.finditer(view) if HAN_WORD.search(m.group(0))
             for f in _chinese(m.group(0), 0, with_spans=False) if f.term}
 

@@ -22,6 +22,7 @@ from typing import Sequence
 
 from core.text.markup import prose_view
 from core.text.names import COMMON_WORDS
+from core.text.script import QUOTATION_MARKS
 
 # (never ends a sentence, title before a name, numbering before a number), per language
 _TABLES: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
@@ -53,11 +54,11 @@ def cut_inside(before: str, gap: str, after: str, common: frozenset[str] = froze
     that are never names (an initial before one of them ends its sentence: "vitamin C. The ...")."""
     if not before.endswith(".") or gap.strip() or gap.count("\n") > 1:
         return False
-    nxt = after.lstrip("\"'“‘([ ")
+    nxt = after.lstrip("([ " + QUOTATION_MARKS)
     if "\n" not in gap and nxt[:1].islower():
         return True
     tokens = before.split()
-    token = tokens[-1].lstrip("\"'“‘([") if tokens else ""
+    token = tokens[-1].lstrip("([" + QUOTATION_MARKS) if tokens else ""
     low = token.lower()
     initial = _INITIAL.fullmatch(token) is not None  # "C." is an initial, not the abbreviation "c." (circa)
     if low in NEVER_ENDS and not initial:

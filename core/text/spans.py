@@ -12,14 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.text.script import CJK_RANGES
+from core.text.script import CJK_CHAR, CJK_RANGES, NAME_JOINERS
 
 _WORD = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+(?:[.'’\-][^\W{CJK_RANGES}]+)*[.'’\-]?", re.UNICODE)
-_CJK = re.compile(f"[{CJK_RANGES}]")
-# The marks that join the parts of a name transliterated into CJK text (约瑟夫·普利斯特里, 卡万・肖特). They are
-# written with several code points, or left out, for the same name, so they are no word of it, and a name's key
-# drops them (:func:`closed`): spans, joined without them, then meet the name however the text marks its parts.
-NAME_JOINERS = "\u00b7\u2022\u2027\u22c5\u30fb\uff65"
+# The marks joining a transliterated name's parts (:data:`core.text.script.NAME_JOINERS`) are written with several
+# code points, or left out, for the same name, so they are no word of it, and a name's key drops them
+# (:func:`closed`): spans, joined without them, then meet the name however the text marks its parts.
 _OPEN = re.compile(rf"(?<=[{CJK_RANGES}])[\s{NAME_JOINERS}]+(?=[{CJK_RANGES}])")
 
 
@@ -33,7 +31,7 @@ class Word:
 
 def words(text: str) -> list[Word]:
     """The words of ``text`` with their offsets (each CJK character is one)."""
-    return [Word(m.group(0), m.start(), m.end(), _CJK.fullmatch(m.group(0)) is not None)
+    return [Word(m.group(0), m.start(), m.end(), CJK_CHAR.fullmatch(m.group(0)) is not None)
             for m in _WORD.finditer(text) if m.group(0) not in NAME_JOINERS]
 
 
