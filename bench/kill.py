@@ -40,9 +40,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from strata.runmetrics import STAGES
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("STRATA_SHARED_DATA", ROOT.parent / "shared" / "data"))
-STAGES = ("plan", "remove", "extract", "merge", "communities", "reports", "index", "publish")
 EDIT_NOTE = " A later revision adds that the result was confirmed in an independent replication."
 
 

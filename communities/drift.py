@@ -21,7 +21,7 @@ import json
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from communities.context import GraphIndex, inputs_manifest
 from core.records import Community, GraphSnapshot, Report
@@ -106,9 +106,13 @@ def score_inputs(old: dict, new: dict, chunk_hashes: dict[str, str]) -> tuple[fl
 
 def compute_drift(reports: Sequence[Report], communities: Sequence[Community], snapshot: GraphSnapshot,
                   chunk_hashes: dict[str, str], settings: CommunitySettings, llm: LLMSettings | None = None,
-                  now: datetime | None = None) -> DriftReport:
+                  now: datetime | None = None, current_inputs: Mapping[str, str | None] | None = None) -> DriftReport:
+    """Each report's drift: its stored inputs against its community's current ones. ``current_inputs``: those
+    already computed from the same graph (an index run's report stage computes them for every community), by
+    community id, as JSON, or None where they are the ones the report records; any community missing from it is
+    read from the graph."""
     now = now or datetime.now(timezone.utc)
-    index = GraphIndex(snapshot, chunk_hashes, settings.report_passages)
+    index: GraphIndex | None = None
     current = {c.id: c for c in communities}
     owner_by_level: dict[int, dict[str, str]] = {}
     for c in communities:
@@ -140,7 +144,12 @@ def compute_drift(reports: Sequence[Report], communities: Sequence[Community], s
                                       0, gone_e, 0, 0, gone_r, changed, deleted, r.mode, r.model, r.created_at,
                                       tuple(o for o, _ in owners.most_common())))
             continue
-        now_inputs = inputs_manifest(index.context(comm))
+        if current_inputs is not None and comm.id in current_inputs:
+            known = current_inputs[comm.id]
+            now_inputs = old if known is None else json.loads(known)
+        else:
+            index = index or GraphIndex(snapshot, chunk_hashes, settings.report_passages)
+            now_inputs = inputs_manifest(index.context(comm))
         if not old:  # written before manifests existed: only the stale flag can speak
             score = 1.0 if r.stale else 0.0
             counts = (0, 0, 0, 0, 0, 0, 0)

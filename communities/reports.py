@@ -237,6 +237,8 @@ class ExtractiveReportWriter:
             if words:
                 sets = sorted((holding.get(w, _NONE) for w in set(words)), key=len)
                 maybe = sorted(sets[0].intersection(*sets[1:]))
+            if not maybe:
+                continue
             pattern = _name_pattern(name)
             weight = 1.0 + deg[e.id]
             for i in maybe:
@@ -291,7 +293,8 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
                   existing: Sequence[Report] = (), on_progress: Callable[[int], None] | None = None,
                   chunk_hashes: dict[str, str] | None = None, policy: str = "changed",
                   force: Collection[str] = (), min_drift: float = 0.0,
-                  write_many: WriteMany | None = None) -> tuple[list[Report], int]:
+                  write_many: WriteMany | None = None,
+                  inputs_out: dict[str, str | None] | None = None) -> tuple[list[Report], int]:
     """Reports for the communities, deepest level first; returns (reports, how many were written anew).
 
     Policy ``changed`` rewrites a report whose fingerprint differs and keeps the others (nothing to
@@ -306,6 +309,11 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
     of one another: ``write_many`` (default: ``writer.write`` on each in turn) receives them all at once, in
     community-id order, with their children's reports, and may write them anywhere (Dask workers) as long as it
     returns them in the same order.
+
+    ``inputs_out``, when given, is filled with every community's current inputs (:func:`inputs_manifest`, as
+    JSON), or None where they are the inputs its report now records: what the drift report of the reports then
+    published compares them with (held as text, and only where they differ, so the run does not hold every
+    community's inputs twice).
     """
     if policy not in ("changed", "missing"):
         raise ValueError(f"unknown report policy {policy!r} (expected 'changed' or 'missing')")
@@ -359,7 +367,12 @@ def write_reports(communities: Sequence[Community], snapshot: GraphSnapshot, wri
                 final.add(c.id)
             else:
                 todo.append((c, ctx, manifest))
+                if inputs_out is not None:
+                    inputs_out[c.id] = None  # (written now, with these inputs)
                 continue
+            if inputs_out is not None:
+                now = json.dumps(manifest, sort_keys=True)
+                inputs_out[c.id] = None if now == prior.inputs else now  # type: ignore[union-attr]
             if on_progress:
                 on_progress(1)
         items = [(ctx, [done[k] for k in children.get(c.id, []) if k in done]) for c, ctx, _ in todo]

@@ -26,6 +26,7 @@ title, else by a number.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable, Collection, Iterable, Mapping, Sequence
 
 from core.records import Entity, Relation, Report
@@ -38,6 +39,7 @@ _CONJUNCTIONS = {"and", "or", "nor", "as", "plus", "versus"}
 _OPEN_ENDS = {"both", "either", "neither", "between", "from"}  # "... for both npm publish" goes on "and npm install"
 _TOKEN = re.compile(r"^[^\W_][\w'’.&+-]*$")
 _STRIP = ",.;:!?()\"'“”‘’"
+_NOT_PUNCTUATION = re.compile(r"[^\w\s" + re.escape(_STRIP) + r"—–-]")
 
 
 def made_of_words(text: str) -> bool:
@@ -49,7 +51,7 @@ def made_of_words(text: str) -> bool:
     for raw in text.split():
         tok = raw.strip(_STRIP)
         if not tok:
-            if re.search(r"[^\w\s" + re.escape(_STRIP) + r"—–-]", raw):
+            if _NOT_PUNCTUATION.search(raw):
                 return False
             continue
         if tok.replace(".", "").replace(",", "").isdigit():
@@ -65,6 +67,7 @@ def made_of_words(text: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=65_536)  # (asked of the same members' names by every community that holds them)
 def title_worthy(name: str) -> bool:
     """Whether an entity name may stand in a title: not junk, and made of words."""
     return junk_reason(name) is None and made_of_words(name)
@@ -102,11 +105,35 @@ def _name_words(name: str) -> list[str]:
     return [w for w in re.findall(r"[^\W\d_][\w'’-]*", name) if len(w) >= 3 and w[:1].isupper()]
 
 
+# Patterns of one name each, compiled once (a corpus has more names than the re module's cache holds, and
+# compiling them again for every relation cost more than the rest of the titles); each is searched only where
+# a plain substring test says it can match.
+@lru_cache(maxsize=16_384)
+def _whole_word(word: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)" + re.escape(word) + r"(?!\w)")
+
+
+@lru_cache(maxsize=16_384)
+def _any_case(name: str) -> re.Pattern[str]:
+    return re.compile(re.escape(name), re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _whole_name_any_case(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", re.I)
+
+
+def _case_blind(text: str) -> str:
+    """``text`` case-folded for a substring test that holds wherever a case-insensitive match does: ``re.I``
+    also matches the dotless and dotted i (ı, İ) with i, which case folding keeps apart."""
+    return text.casefold().replace("i\u0307", "i").replace("ı", "i")
+
+
 def _names_in(name: str, line: str) -> bool:
     """Whether ``line`` names ``name``: whole, or by one of its capitalized words (an entity merged from "Scrooge"
     and "Ebenezer Scrooge" is named by either)."""
     return name.casefold() in line.casefold() or any(
-        re.search(r"(?<!\w)" + re.escape(w) + r"(?!\w)", line) for w in _name_words(name))
+        w in line and _whole_word(w).search(line) for w in _name_words(name))
 
 
 def _clause(description: str, a: str, b: str, names: Sequence[str] = ()) -> str | None:
@@ -120,13 +147,16 @@ def _clause(description: str, a: str, b: str, names: Sequence[str] = ()) -> str 
     named = {w for n in names for w in re.findall(r"[^\W\d_]+", n.casefold())}
     middle = line
     for n in (a, b):
-        middle = re.sub(re.escape(n), " ", middle, flags=re.I)
+        if _case_blind(n) in _case_blind(middle):
+            middle = _any_case(n).sub(" ", middle)
         for w in _name_words(n):
-            middle = re.sub(r"(?<!\w)" + re.escape(w) + r"(?!\w)", " ", middle)
+            if w in middle:
+                middle = _whole_word(w).sub(" ", middle)
     # A span naming two more of the members between its ends is a list of them ("devEngines property are cpu os
     # libc runtime and packageManager"), not a clause about the two.
-    listed = {n.casefold() for n in names if n not in (a, b) and len(n) > 1
-              and re.search(r"(?<![\w-])" + re.escape(n) + r"(?![\w-])", middle, re.I)}
+    blind = _case_blind(middle)
+    listed = {n.casefold() for n in names if n not in (a, b) and len(n) > 1 and _case_blind(n) in blind
+              and _whole_name_any_case(n).search(middle)}
     if len(listed) >= 2:
         return None
     inner = re.findall(r"[^\W\d_][\w'’-]*", middle)

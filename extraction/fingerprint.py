@@ -76,7 +76,8 @@ _RULE_CODE = ("extraction/*.py", "core/text/*.py", "core/records.py")
 _RULE_PACKAGES = ("jieba", "opencc", "simplemma", "markdown-it-py", "mdit-py-plugins")
 
 
-def _code_key() -> str:
+def code_key() -> str:
+    """A digest of the code and package versions the offline extractor's output (and its word counts) come from."""
     from importlib.metadata import PackageNotFoundError, version
 
     root = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def rules_version() -> str:
     import os
 
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "strata" / "extractor-rules.json"
-    key = _code_key()
+    key = code_key()
     try:
         known = json.loads(cache.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -179,11 +179,11 @@ class OfflineExtractor:
         view = prose_view(chunk.text)
         ordinary = ordinary_words([view])
         sentences = _chunk_sentences(chunk, (), ordinary, view)
-        recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(
-            sentences, self._lower_case(ordinary))
+        lower_case = self._lower_case(ordinary)
+        recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(sentences, lower_case)
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str,
-                           self._by_position(ordinary, recurring), self._lower_case(ordinary))
+                           self._by_position(ordinary, recurring), lower_case)
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
@@ -248,12 +248,13 @@ class OfflineExtractor:
             ordinary = ordinary_words(views.values())
             sentences = {c.id: _chunk_sentences(c, boilerplate, ordinary, views[c.id]) for c in cs}
             every = [sent for ss in sentences.values() for sent in ss]
-            recurring = _mid_sentence_words(every, self._lower_case(ordinary))
+            lower_case = self._lower_case(ordinary)
+            recurring = _mid_sentence_words(every, lower_case)
             phrases = _repeated_possessives(every) | _recurring_terms(every)
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             by_position = self._by_position(ordinary, recurring)
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, self._lower_case(ordinary))
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case)
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 

@@ -23,7 +23,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from core.text.markup import prose_view
 from core.text.script import has_cjk
@@ -78,6 +78,74 @@ def prose_tokens(text: str) -> list[str]:
 
 
 @dataclass
+class TextCounts:
+    """What one text adds to its corpus's :class:`WordModel`: counts of that text alone, so a corpus's model is the
+    sum over its texts and an index run reads an unchanged text's counts from a cache (:mod:`extraction.word_cache`)
+    instead of reading the text again (the Chinese tagger is the costly part)."""
+
+    words: Counter[str] = field(default_factory=Counter)  # prose words, lower cased: occurrences
+    lower: Counter[str] = field(default_factory=Counter)
+    capital: Counter[str] = field(default_factory=Counter)
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    cjk: bool = False  # written in a CJK script (only such a text can use a Chinese term)
+    terms: tuple[str, ...] = ()  # the Chinese candidate terms it uses
+    recurring: tuple[str, ...] = ()  # ... those it uses in two sentences or more
+    han_words: Counter[str] = field(default_factory=Counter)
+    joined: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+    @classmethod
+    def of(cls, text: str) -> "TextCounts":
+        view = _prose_of(text)
+        words = Counter(low for w in _PROSE_WORD.findall(view) if len(low := w.lower()) >= 2)
+        out = cls(words=words, lower=Counter(lower_case_words(view)))
+        if has_cjk(view):
+            out.cjk = True
+            # (the sentences the extractor counts: split on the text, for its table rows and headings)
+            uses = Counter(term for s, e in split_sentences(text) for term in chinese_terms(view[s:e]))
+            out.terms = tuple(sorted(uses))
+            out.recurring = tuple(sorted(term for term, n in uses.items() if n >= 2))
+            for seg in chinese_segments(view):
+                out.han_words.update(seg)
+                out.joined.update(zip(seg, seg[1:]))
+        for word, after in capitalized_mid_sentence(view, text if len(text) == len(view) else None):
+            out.capital[word] += 1
+            if after:
+                out.pairs[word, after] += 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"w": self.words, "l": self.lower, "c": self.capital, "p": [[a, b, n] for (a, b), n in self.pairs.items()],
+                "k": self.cjk, "t": self.terms, "r": self.recurring, "h": self.han_words,
+                "j": [[a, b, n] for (a, b), n in self.joined.items()]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "TextCounts":
+        """What :meth:`to_json` wrote; KeyError, TypeError, ValueError or AttributeError for anything else."""
+        def counts(d: dict[str, Any]) -> Counter[str]:
+            if not all(isinstance(k, str) and type(n) is int for k, n in d.items()):
+                raise TypeError("counts of words must be whole numbers")
+            return Counter(d)
+
+        def pair_counts(rows: list[Any]) -> Counter[tuple[str, str]]:
+            out: Counter[tuple[str, str]] = Counter()
+            for a, b, n in rows:
+                if not (isinstance(a, str) and isinstance(b, str) and type(n) is int):
+                    raise TypeError("counts of word pairs must be two words and a whole number")
+                out[a, b] = n
+            return out
+
+        def words(items: list[Any]) -> tuple[str, ...]:
+            if not isinstance(items, list) or not all(isinstance(w, str) for w in items):
+                raise TypeError("terms must be a list of words")
+            return tuple(items)
+
+        if not isinstance(data["k"], bool):
+            raise TypeError("the script flag must be true or false")
+        return cls(counts(data["w"]), counts(data["l"]), counts(data["c"]), pair_counts(data["p"]), data["k"],
+                   words(data["t"]), words(data["r"]), counts(data["h"]), pair_counts(data["j"]))
+
+
+@dataclass
 class WordModel:
     """A character trigram model of a corpus's words and the corpus's own threshold of word-likeness."""
 
@@ -99,7 +167,11 @@ class WordModel:
     @classmethod
     def fit(cls, words: Iterable[str]) -> "WordModel":
         """The model of ``words`` (each occurrence counts; see the module docstring)."""
-        counts = Counter(w.lower() for w in words if len(w) >= 2)
+        return cls._fit_counts(Counter(w.lower() for w in words if len(w) >= 2))
+
+    @classmethod
+    def _fit_counts(cls, counts: Counter[str]) -> "WordModel":
+        """The model of words by their occurrences (lower cased, two letters or more)."""
         model = cls()
         letters: set[str] = set()
         for w, n in counts.items():
@@ -124,8 +196,14 @@ class WordModel:
 
     @classmethod
     def of_texts(cls, texts: Iterable[str]) -> "WordModel":
-        """The model of the texts' prose words, and the words their prose writes in lower case (one pass, each
-        text read once)."""
+        """The model of the texts' prose words, and the words their prose writes in lower case (each text read
+        once)."""
+        return cls.of_counts(TextCounts.of(t) for t in texts)
+
+    @classmethod
+    def of_counts(cls, counts: Iterable["TextCounts"]) -> "WordModel":
+        """The model of texts by what each adds (:class:`TextCounts`, computed or read from a cache): the same
+        model as :meth:`of_texts` of the texts."""
         lower: Counter[str] = Counter()
         capital: Counter[str] = Counter()
         pairs: Counter[tuple[str, str]] = Counter()
@@ -133,29 +211,20 @@ class WordModel:
         recurring: Counter[str] = Counter()
         han_words: Counter[str] = Counter()
         joined: Counter[tuple[str, str]] = Counter()
+        vocabulary: Counter[str] = Counter()
         documents = 0
-
-        def words() -> Iterator[str]:
-            nonlocal documents
-            for t in texts:
-                view = _prose_of(t)
-                if has_cjk(view):  # (only a text in a CJK script can use a Chinese term: the share is of those)
-                    documents += 1
-                    # (the sentences the extractor counts: split on the text, for its table rows and headings)
-                    uses = Counter(term for s, e in split_sentences(t) for term in chinese_terms(view[s:e]))
-                    terms.update(uses.keys())
-                    recurring.update(t for t, n in uses.items() if n >= 2)
-                    for seg in chinese_segments(view):
-                        han_words.update(seg)
-                        joined.update(zip(seg, seg[1:]))
-                lower.update(lower_case_words(view))
-                for word, after in capitalized_mid_sentence(view, t if len(t) == len(view) else None):
-                    capital[word] += 1
-                    if after:
-                        pairs[word, after] += 1
-                yield from (w.lower() for w in _PROSE_WORD.findall(view))
-
-        model = cls.fit(words())
+        for c in counts:
+            if c.cjk:
+                documents += 1
+                terms.update(c.terms)
+                recurring.update(c.recurring)
+                han_words.update(c.han_words)
+                joined.update(c.joined)
+            vocabulary.update(c.words)
+            lower.update(c.lower)
+            capital.update(c.capital)
+            pairs.update(c.pairs)
+        model = cls._fit_counts(vocabulary)
         model.lower, model.capital, model.pairs = lower, capital, pairs
         model.documents, model.term_documents, model.recurring_terms = documents, terms, recurring
         model.han_words, model.joined = han_words, joined

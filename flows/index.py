@@ -219,7 +219,8 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
         run = publish_task(session, snapshot, communities, chunks.result(), wait_for=[chunks])
     finally:
         session.close()
-    record_drift(settings)  # written again whenever the drift files describe another generation than the published one
+    # written again whenever the drift files describe another generation than the published one
+    record_drift(settings, known=session.drift_of)
     logger = get_run_logger()
     figures = RunFigures.of(run, settings.llm)
     logger.info("indexed %s in %s mode: %s new, %s changed, %s deleted; %s chunks extracted, %s failed; "

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from core.disk import disk_full, is_disk_full
 from core.records import GraphSnapshot, stable_hash
@@ -121,10 +121,13 @@ def described_generation(settings: StrataSettings) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def sync(settings: StrataSettings, history: bool = False) -> int | None:
+def sync(settings: StrataSettings, history: bool = False,
+         known: "Callable[[int], DriftReport | None] | None" = None) -> int | None:
     """Bring the drift files in line with the published generation (rewritten only when they describe another
     one); with ``history`` (index runs, under the run lock) also append that generation's history point if
-    the history has none. Returns the generation described."""
+    the history has none. ``known``: the report of a generation when the caller holds it (the index run that
+    published it), else None; otherwise it is computed from the generation's files. Returns the generation
+    described."""
     ws = Workspace(Path(settings.data_dir))
     current = ws.current()
     if current is None:
@@ -133,7 +136,7 @@ def sync(settings: StrataSettings, history: bool = False) -> int | None:
     has_point = not history or any(p.get("generation") == current.number for p in read_history(settings))
     if fresh and has_point:
         return current.number
-    report = generation_drift(settings, current)
+    report = (known(current.number) if known is not None else None) or generation_drift(settings, current)
     if not has_point:
         append_jsonl(history_path(settings), {"generated_at": report.generated_at, "generation": current.number,
                                               "totals": report.totals})

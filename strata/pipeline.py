@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from core.records import Chunk, Community, GraphSnapshot, LoadProblem, Report
 from core.settings import StrataSettings
@@ -47,6 +47,8 @@ def index_folder(folder: Path | str | None, settings: StrataSettings, progress: 
         changes = stage_plan(session, loaded, prune)
         stage_remove(session, list(changes.deleted) + [d.id for d in changes.changed])
         todo = list(changes.new) + list(changes.changed)
+        if todo:  # the extractor first: offline, it reads the corpus's word model (a progress line of its own)
+            _ = session.extractor
         progress("extract", 0, sum(len(chunk_document(d, settings.chunking)) for d in todo) or None)
         stage_extract(session, todo)
         snapshot = stage_merge(session)
@@ -56,7 +58,7 @@ def index_folder(folder: Path | str | None, settings: StrataSettings, progress: 
         run = stage_publish(session, snapshot, communities)
         # Under the run lock: the drift files (and history) of the published generation, written again whenever
         # they describe another one (this run's publish, or one a killed run published).
-        record_drift(settings)
+        record_drift(settings, known=session.drift_of)
     finally:
         session.close()
     return run
@@ -139,12 +141,15 @@ def write_drift_files(report: "DriftReport", settings: StrataSettings, out_dir: 
     return write_files(report, generation, settings, out_dir)
 
 
-def record_drift(settings: StrataSettings, store: GraphStore | None = None) -> dict[str, Path]:
+def record_drift(settings: StrataSettings, store: GraphStore | None = None,
+                 known: "Callable[[int], DriftReport | None] | None" = None) -> dict[str, Path]:
     """After an index run: the published generation's drift files, written again when they describe another
-    generation, and its history point when the history has none. ``store`` is not read (kept for callers)."""
+    generation, and its history point when the history has none. ``known``: the run's own report of the
+    generation it published (:meth:`strata.stages.IndexSession.drift_of`). ``store`` is not read (kept for
+    callers)."""
     from strata.drift_files import sync
 
-    sync(settings, history=True)
+    sync(settings, history=True, known=known)
     out = drift_dir(settings)
     return {"markdown": out / "drift.md", "json": out / "drift.json", "html": out / "drift.html"}
 

@@ -29,7 +29,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 METRICS_DIR = "metrics"
 INDEX_PROM = "index.prom"
 LLM_STAGES = ("extract", "report")
-STAGES = ("plan", "remove", "extract", "merge", "communities", "reports", "index", "publish")
+STAGES = ("plan", "remove", "words", "extract", "merge", "communities", "reports", "index", "publish")  # ("words": offline)
 
 
 def index_metrics_path(data_dir: Path) -> Path:

@@ -24,7 +24,7 @@ from communities.leiden import changed_entities, detect_communities, entity_sign
 from communities.context import CommunityContext
 from communities.reports import ExtractiveReportWriter, ReportWriter, write_reports
 from communities.sentences import Idf
-from core.records import Chunk, Community, Document, Entity, GraphSnapshot, Report, stable_hash
+from core.records import Chunk, Community, Document, Entity, GraphSnapshot, Relation, Report, stable_hash
 from core.settings import StrataSettings
 from core.store import GraphStore, open_store
 from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
@@ -45,6 +45,7 @@ from strata.runmetrics import record_index_run, timed_stage
 from strata.workspace import RunLock, Workspace
 
 if TYPE_CHECKING:
+    from communities.drift import DriftReport
     from core.llm_client import LLMClient
     from strata.folders import FolderPlan
 
@@ -120,10 +121,18 @@ def make_extractor(settings: StrataSettings, client: "LLMClient | None", words: 
     return OfflineExtractor(settings.extraction, words)
 
 
-def corpus_words(loaded: LoadResult) -> WordModel:
+def corpus_words(loaded: LoadResult, cache: Path | None = None, progress: Progress = no_progress) -> WordModel:
     """The word model of the whole loaded corpus (every run loads all of the workspace's folders, so it is the
-    same for the same documents, whichever of them a run extracts)."""
-    return WordModel.of_texts(d.text for d in loaded.documents)
+    same for the same documents, whichever of them a run extracts). With ``cache`` (the workspace's
+    ``words.sqlite``), each unchanged document's counts are read from it instead of from the text
+    (:mod:`extraction.word_cache`); ``progress`` shows the documents read (stage ``words``)."""
+    texts = [d.text for d in loaded.documents]
+    if cache is None:
+        return WordModel.of_texts(texts)
+    from extraction.word_cache import cached_word_model
+
+    progress("words", 0, len(texts))
+    return cached_word_model(texts, cache, lambda n: progress("words", n, len(texts)))
 
 
 def make_report_writer(settings: StrataSettings, client: "LLMClient | None", chunks: Sequence[Chunk],
@@ -211,16 +220,34 @@ class IndexSession:
     recovering: bool = False
     full: bool = False
     index: ChunkIndex | None = None
+    # What the drift report of the generation this run publishes reads, kept from the stages that computed it
+    # (every community's current inputs, by the report stage; the chunks' hashes), so it is not computed again
+    # from the generation's files (:meth:`drift_of`).
+    report_inputs: dict[str, str | None] | None = None
+    chunk_hashes: dict[str, str] | None = None
+    published: tuple[int, list[Report], list[Community], GraphSnapshot] | None = None  # (generation, what it holds)
 
     @cached_property
     def words(self) -> WordModel | None:
         """The corpus's word model (offline extraction), read from every loaded document the first time a run has
         something to extract: a reindex that changed nothing does not pay a pass over the whole corpus."""
-        return corpus_words(self.loaded) if self.client is None else None
+        return stage_words(self) if self.client is None else None
 
     @cached_property
     def extractor(self) -> Extractor:
         return make_extractor(self.settings, self.client, self.words)
+
+    def drift_of(self, generation: int) -> "DriftReport | None":
+        """The drift report of ``generation`` when it is the one this run published, from what the run holds in
+        memory (the same as :func:`strata.drift_files.generation_drift` reads from its files); else None."""
+        if self.published is None or self.published[0] != generation or self.chunk_hashes is None:
+            return None
+        from communities.drift import compute_drift
+
+        _, reports, communities, snapshot = self.published
+        llm = self.settings.llm if self.settings.llm_mode == "llm" else None
+        return compute_drift(reports, communities, snapshot, self.chunk_hashes, self.settings.communities, llm,
+                             current_inputs=self.report_inputs)
 
     def close(self) -> None:
         try:
@@ -235,6 +262,13 @@ class IndexSession:
                 self.store.close()
         finally:
             self.lock.__exit__()
+
+
+@timed_stage("words")
+def stage_words(session: IndexSession) -> WordModel:
+    """The corpus's word model for the offline extractor, each unchanged document's counts from the workspace's
+    cache (:func:`corpus_words`)."""
+    return corpus_words(session.loaded, session.ws.root / "words.sqlite", session.progress)
 
 
 def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResult, progress: Progress = no_progress,
@@ -503,6 +537,17 @@ def merge_unit(entities: Sequence[Entity], settings: StrataSettings) -> list[Ent
         client.close()
 
 
+def with_attributes(snapshot: GraphSnapshot, entities: Sequence[Entity], relations: Sequence[Relation]) -> GraphSnapshot:
+    """``snapshot`` with the names, types and descriptions of ``entities`` and the descriptions of ``relations``
+    set as :meth:`GraphStore.set_attributes` sets them in the store (nothing else changes)."""
+    es = {e.id: e for e in entities}
+    rs = {r.id: r for r in relations}
+    return GraphSnapshot(
+        tuple(replace(e, name=es[e.id].name, type=es[e.id].type, description=es[e.id].description) if e.id in es else e
+              for e in snapshot.entities),
+        tuple(replace(r, description=rs[r.id].description) if r.id in rs else r for r in snapshot.relations))
+
+
 @timed_stage("merge")
 def stage_merge(session: IndexSession, dispatch: MergeDispatch | None = None) -> GraphSnapshot:
     """Set every entity's and relation's merged fields from all stored extractions in chunk-id order (the
@@ -533,7 +578,7 @@ def stage_merge(session: IndexSession, dispatch: MergeDispatch | None = None) ->
     changed_e, changed_r = attribute_changes(snapshot, entities, relations, merge)
     if changed_e or changed_r:
         store.set_attributes(changed_e, changed_r)
-        snapshot = store.read_graph()
+        snapshot = with_attributes(snapshot, changed_e, changed_r)  # what reading the graph again gives
     session.run.entities, session.run.relations = len(snapshot.entities), len(snapshot.relations)
     return snapshot
 
@@ -619,11 +664,13 @@ def stage_reports(session: IndexSession, snapshot: GraphSnapshot, communities: S
             return reports
 
     progress("reports", 0, len(communities))
+    inputs: dict[str, str | None] = {}
     reports, written = write_reports(communities, snapshot, writer, session.settings.communities, existing,
                                      on_progress=lambda n: progress("reports", n, len(communities)),
                                      chunk_hashes=chunk_hashes, policy=policy, force=force,
                                      min_drift=session.settings.communities.resummarize_min_drift,
-                                     write_many=write_many)
+                                     write_many=write_many, inputs_out=inputs)
+    session.report_inputs, session.chunk_hashes = inputs, chunk_hashes
     kept = {r.community_id: r for r in existing}
     store.save_reports([r for r in reports if kept.get(r.community_id) is not r])
     if policy == "changed":
@@ -665,10 +712,12 @@ def stage_publish(session: IndexSession, snapshot: GraphSnapshot, communities: S
     if session.client is not None:
         run.llm_usage = session.client.usage.to_dict()
     info = {"mode": run.mode, "store": run.store, "source": run.source}
-    run.generation, run.published = write_generation(ws, session.index, snapshot, communities,
-                                                     session.store.reports(), info,
+    reports = session.store.reports()
+    run.generation, run.published = write_generation(ws, session.index, snapshot, communities, reports, info,
                                                      session.settings.index.keep_generations,
                                                      step=lambda: session.progress("publish", 1, 3))
+    if run.published and run.generation is not None:
+        session.published = (run.generation, reports, list(communities), snapshot)
     record_extractor(ws, session.fingerprint)  # every document this run kept is extracted by it (or marked changed)
     ws.pending_path.unlink(missing_ok=True)
     run.stage_seconds["publish"] = round(time.perf_counter() - publish_started, 3)

@@ -142,6 +142,18 @@ class StoreContract:
         got = {r.id: (r.source_id, r.target_id, set(r.chunk_ids)) for r in store.read_graph().relations}
         assert got == expected
 
+    def test_set_attributes_changes_only_what_with_attributes_says(self, store: GraphStore) -> None:
+        """The merge stage does not read the graph again after setting attributes: it applies them to the graph
+        it holds (:func:`strata.stages.with_attributes`), which must be what the store then holds."""
+        from strata.stages import with_attributes
+
+        self.seed(store)
+        before = store.read_graph()
+        entities = [Entity("e1", NASTY[0], "team", NASTY[6], ()), Entity("e4", "Redis", "database", "", ("x#0000",))]
+        relations = [Relation("r13", "e1", "e3", NASTY[2], ())]
+        store.set_attributes(entities, relations)
+        assert store.read_graph() == with_attributes(before, entities, relations) != before
+
     def test_communities_and_reports_round_trip(self, store: GraphStore) -> None:
         self.seed(store)
         comms = [Community("c0", 0, None, ("e1", "e2", "e3", "e4")), Community("c1", 1, "c0", ("e1", "e4"))]

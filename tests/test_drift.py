@@ -67,6 +67,36 @@ def test_deleting_a_document_makes_its_communities_stale(indexed) -> None:
     assert any(e.sources_deleted > 0 for e in report.entries)
 
 
+@pytest.mark.parametrize("policy", ["missing", "changed"])
+def test_the_drift_files_an_index_run_writes_are_those_of_its_generation_read_from_its_files(
+        indexed, monkeypatch, policy: str) -> None:
+    """The run writes the drift files from what it holds in memory; they must say what the published
+    generation's own files say."""
+    from communities.drift_render import to_json
+    from strata import drift_files
+
+    folder, settings = indexed
+    if policy == "changed":  # keep reports that drifted a little, so some are kept with inputs that changed
+        settings = settings.model_copy(update={"communities": settings.communities.model_copy(
+            update={"resummarize_min_drift": 0.5})})
+    target = folder / "search-cache.md"
+    target.write_text(target.read_text().replace("TTL of 300 seconds", "TTL of 900 seconds, raised after the May sale,"))
+    (folder / "kafka-consumers.md").unlink()
+    from_files_calls: list[object] = []
+    real = drift_files.generation_drift
+    monkeypatch.setattr(drift_files, "generation_drift", lambda *a: from_files_calls.append(a) or real(*a))
+    index_folder(folder, settings, report_policy=policy)
+    assert not from_files_calls  # the run's own report was written, not one read back from the files
+    monkeypatch.setattr(drift_files, "generation_drift", real)
+    written = json.loads((Path(settings.data_dir) / "drift" / "drift.json").read_text(encoding="utf-8"))
+    from_files = json.loads(to_json(drift_report(settings)))
+    for data in (written, from_files):
+        data.pop("generated_at", None)
+        data.pop("index_generation", None)
+    assert written["totals"]["stale"] + written["totals"]["drifting"] >= 1  # there is drift to get right
+    assert written == from_files
+
+
 def test_drift_cli_writes_markdown_json_and_html(indexed, tmp_path: Path, capsys) -> None:
     folder, settings = indexed
     (folder / "api-gateway.md").write_text((folder / "api-gateway.md").read_text() + "\nThe api-gateway now retries once.\n")

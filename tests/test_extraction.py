@@ -121,6 +121,43 @@ def test_a_name_whose_lower_case_form_is_only_part_of_identifiers_still_opens_se
     assert {"Consul", "Consul Catalog"} <= names, names
 
 
+_WORD_MODEL_FIELDS = ("trigrams", "bigrams", "alphabet", "threshold", "trained_on", "vocabulary", "lower", "capital",
+                     "pairs", "documents", "term_documents", "recurring_terms", "han_words", "joined")
+
+
+def _model_fields(model) -> dict:  # type: ignore[no-untyped-def]
+    return {f: getattr(model, f) for f in _WORD_MODEL_FIELDS}
+
+
+def test_the_word_model_read_from_its_cache_is_the_model_of_the_texts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from extraction.word_cache import WordCountCache, cached_word_model
+    from extraction.wordlike import WordModel
+
+    texts = ["Scrooge walked to the counting-house. The clerk, Bob Cratchit, kept a small fire. " * 30,
+             "Kiedy Marley umarł, Scrooge został sam. Pracował w kantorze przy ulicy Cornhill. " * 20,
+             "蒸汽机是一种将热能转换为机械功的装置。瓦特改良了蒸汽机，蒸汽机推动了工业革命。",
+             "Set `providers.consul.endpoint` to the agent's address, then restart Traefik."]
+    path = tmp_path / "words.sqlite"
+    want = _model_fields(WordModel.of_texts(texts))
+    assert want["documents"] == 1 and want["recurring_terms"]  # the Chinese counts are in it
+    assert _model_fields(cached_word_model(texts, path)) == want  # counted, stored
+    assert _model_fields(cached_word_model(texts, path)) == want  # read back
+    changed = texts[1:] + ["Fezziwig gave a ball on Christmas Eve, and Scrooge danced at it. " * 10]
+    assert _model_fields(cached_word_model(changed, path)) == _model_fields(WordModel.of_texts(changed))
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM counts").fetchone()[0] == len(changed)  # the text gone is forgotten
+    db.execute("UPDATE counts SET counts = x'00'")  # rows that hold no counts are counted again
+    db.commit()
+    db.close()
+    assert _model_fields(cached_word_model(changed, path)) == _model_fields(WordModel.of_texts(changed))
+    WordCountCache(path, version="other code").close()  # counts made by other code are dropped
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT COUNT(*) FROM counts").fetchone()[0] == 0
+    db.close()
+
+
 def test_a_rows_title_line_is_a_heading_so_the_text_under_it_opens_a_sentence(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from core.settings import ChunkingSettings
     from extraction.chunking import chunk_documents

@@ -284,6 +284,30 @@ def test_a_damaged_vector_cache_is_set_aside_and_rebuilt(ws: Path, folder: Path,
     assert any("vectors.sqlite" in r.getMessage() and "set aside" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("damage", [truncate, garble_header], ids=["truncated", "garbled"])
+def test_a_damaged_word_counts_cache_is_set_aside_and_rebuilt(ws: Path, folder: Path, caplog, damage) -> None:
+    from core.store import open_store
+
+    intact = ws.parent / "intact"
+    shutil.copytree(ws, intact)
+    damage(ws / "words.sqlite")
+    with caplog.at_level(logging.WARNING, logger="strata.cache"):
+        index_folder(folder, _settings(ws), full=True)
+    assert list(ws.glob("words.sqlite.damaged-*"))
+    assert any("words.sqlite" in r.getMessage() and "set aside" in r.getMessage() for r in caplog.records)
+    index_folder(folder, _settings(intact), full=True)
+
+    def graph(data_dir: Path) -> tuple[list[tuple[str, str]], list[str]]:
+        store = open_store(_settings(data_dir))
+        try:
+            snapshot = store.read_graph()
+            return sorted((e.id, e.name) for e in snapshot.entities), sorted(r.id for r in snapshot.relations)
+        finally:
+            store.close()
+
+    assert graph(ws) == graph(intact)  # the counts computed again make the same graph
+
+
 def test_a_damaged_llm_cache_is_set_aside(tmp_path: Path, caplog) -> None:
     from core.llm_client import ResponseCache
 
