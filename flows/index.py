@@ -190,6 +190,8 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
                 upstream: list[Any] = list(results)
                 extracted = [stage_extracted(session, b, r.result()) for b, r in zip(planned, results)]
             else:
+                if todo:  # the extractor first, so the word model is timed as its own stage, not inside a batch's
+                    _ = session.extractor
                 states = [extract_task(session, batch, wait_for=[removed], return_state=True)
                           for batch in batches(session, todo)]
                 extracted = [s.result() for s in states]

@@ -1,6 +1,6 @@
 """The stages of an index run, shared by ``strata index`` (in a row) and the Prefect flows (one task each).
 
-    plan -> remove -> extract (per batch) -> merge -> communities -> reports -> index -> publish
+    plan -> remove -> words (offline) -> extract (per batch) -> merge -> communities -> reports -> index -> publish
 
 Each stage is a thin function over the stage packages (``extraction``, ``communities``, ``retrieval``) and the
 store. The store is written as the run goes; the query side sees nothing of it until ``publish`` writes a new

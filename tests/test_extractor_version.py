@@ -281,7 +281,8 @@ def test_a_reindex_with_nothing_to_extract_reads_no_word_model_and_one_with_a_ch
     index_folder(folder, settings)
     read: list[int] = []
     real = stages.corpus_words
-    monkeypatch.setattr(stages, "corpus_words", lambda loaded: read.append(len(loaded.documents)) or real(loaded))
+    monkeypatch.setattr(stages, "corpus_words",
+                        lambda loaded, *a, **k: read.append(len(loaded.documents)) or real(loaded, *a, **k))
     run = index_folder(folder, settings)  # nothing changed
     assert run.chunks_extracted == 0 and read == []
     page = sorted(folder.rglob("*.md"))[0]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.kill import Harness, Plan, Store, Timing, state_differences
+from bench.kill import STAGES, Harness, Plan, Store, Timing, state_differences
 from tests.conftest import shared
 
 SQLITE_SEEDS = [int(s) for s in os.environ.get("KILL_SEEDS", "").split(",") if s.strip()] or list(range(1, 13))
@@ -45,8 +45,7 @@ def test_neo4j_kills_at_random_instants_end_as_an_uninterrupted_embedded_run(tmp
 
 
 def test_a_seed_decides_the_whole_trial() -> None:
-    timing = Timing(8.0, {s: (1.0 + i, 1.5 + i) for i, s in enumerate(("plan", "remove", "extract", "merge",
-                                                                      "communities", "reports", "index", "publish"))})
+    timing = Timing(8.0, {s: (1.0 + i, 1.5 + i) for i, s in enumerate(STAGES)})
     timings = {"index": timing, "reindex": timing}
     plans = [Plan.draw(seed, timings) for seed in range(200)]
     assert plans[:20] == [Plan.draw(seed, timings) for seed in range(20)]
