@@ -121,15 +121,14 @@ def make_extractor(settings: StrataSettings, client: "LLMClient | None", words: 
     return OfflineExtractor(settings.extraction, words)
 
 
-def corpus_words(loaded: LoadResult, cache: Path | None = None, progress: Progress = no_progress) -> WordModel:
+def corpus_words(loaded: LoadResult, cache: Path, progress: Progress = no_progress) -> WordModel:
     """The word model of the whole loaded corpus (every run loads all of the workspace's folders, so it is the
-    same for the same documents, whichever of them a run extracts). With ``cache`` (the workspace's
-    ``words.sqlite``), each unchanged document's counts are read from it instead of from the text
-    (:mod:`extraction.word_cache`); ``progress`` shows the documents read (stage ``words``)."""
-    texts = [d.text for d in loaded.documents]
-    if cache is None:
-        return WordModel.of_texts(texts)
+    same for the same documents, whichever of them a run extracts), each unchanged document's counts read from
+    ``cache`` (the workspace's ``words.sqlite``, :mod:`extraction.word_cache`) instead of from its text;
+    ``progress`` shows the documents read (stage ``words``)."""
     from extraction.word_cache import cached_word_model
+
+    texts = [d.text for d in loaded.documents]
 
     progress("words", 0, len(texts))
     return cached_word_model(texts, cache, lambda n: progress("words", n, len(texts)))
