@@ -8,11 +8,11 @@ spans), a documentation page in Markdown as generators write it (front matter, a
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
 words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
 first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
-wraps, a page titled only by its file's name), abbreviations and initials, Chinese names and repeated terms
-(runs of nouns, and nouns kept whole, inside a run too; Simplified and Traditional; a term another document
-repeats), Polish names in their cases, a capital after a Polish opening quote and a name quoted alone, and rows
-of a JSON Lines corpus, whose title the loader writes on the line above its text (one text opening with a word
-of its title).
+wraps, a page titled only by its file's name), abbreviations and initials, Chinese names (one with a Latin
+initial) and repeated terms (runs of nouns, and nouns kept whole, inside a run too; Simplified and
+Traditional; a term another document repeats), Polish names in their cases, a capital after a Polish opening
+quote and a name quoted alone, and rows of a JSON Lines corpus, whose title the loader writes on the line above
+its text (one text opening with a word of its title).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ PROBE: tuple[tuple[str, str], ...] = (
     ("zh.txt",
      "调度器负责把任务分配给工作节点。调度器每五分钟运行一次。工作节点向调度器报告状态。职业碗防守截锋卡万·肖特以"
      "11分领先于全队。齿轮把动力传给车轮。齿轮磨损后需要更换。在歐洲，梵語的學術研究，由德國學者陸特和漢斯雷頓開創。2006年，Internet2正式退役Abilene网络。"
-     "1982年，米格尔·德·拉·马德里当选总统。第四十九届超级碗在亚利桑那举行。野马队赢得了超级碗。"),
+     "1982年，米格尔·德·拉·马德里当选总统。1961年，约翰·F·肯尼迪就任总统。第四十九届超级碗在亚利桑那举行。野马队赢得了超级碗。"),
     ("rows.jsonl",
      '{"_id": "seven-years", "title": "Seven Years War", "text": "Sometimes the war is called the French and '
      'Indian War, after the two enemies of the British."}\n'

@@ -165,13 +165,9 @@ class WordModel:
     joined: Counter[tuple[str, str]] = field(default_factory=Counter)  # two such words side by side: uses
 
     @classmethod
-    def fit(cls, words: Iterable[str]) -> "WordModel":
-        """The model of ``words`` (each occurrence counts; see the module docstring)."""
-        return cls._fit_counts(Counter(w.lower() for w in words if len(w) >= 2))
-
-    @classmethod
-    def _fit_counts(cls, counts: Counter[str]) -> "WordModel":
-        """The model of words by their occurrences (lower cased, two letters or more)."""
+    def fit(cls, counts: Counter[str]) -> "WordModel":
+        """The trigram model of words by their occurrences (:attr:`TextCounts.words`: prose words of two letters or
+        more, lower cased)."""
         model = cls()
         letters: set[str] = set()
         for w, n in counts.items():
@@ -224,7 +220,7 @@ class WordModel:
             lower.update(c.lower)
             capital.update(c.capital)
             pairs.update(c.pairs)
-        model = cls._fit_counts(vocabulary)
+        model = cls.fit(vocabulary)
         model.lower, model.capital, model.pairs = lower, capital, pairs
         model.documents, model.term_documents, model.recurring_terms = documents, terms, recurring
         model.han_words, model.joined = han_words, joined

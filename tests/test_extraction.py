@@ -121,12 +121,10 @@ def test_a_name_whose_lower_case_form_is_only_part_of_identifiers_still_opens_se
     assert {"Consul", "Consul Catalog"} <= names, names
 
 
-_WORD_MODEL_FIELDS = ("trigrams", "bigrams", "alphabet", "threshold", "trained_on", "vocabulary", "lower", "capital",
-                     "pairs", "documents", "term_documents", "recurring_terms", "han_words", "joined")
-
-
 def _model_fields(model) -> dict:  # type: ignore[no-untyped-def]
-    return {f: getattr(model, f) for f in _WORD_MODEL_FIELDS}
+    from dataclasses import fields
+
+    return {f.name: getattr(model, f.name) for f in fields(model)}
 
 
 def test_the_word_model_read_from_its_cache_is_the_model_of_the_texts(tmp_path) -> None:  # type: ignore[no-untyped-def]

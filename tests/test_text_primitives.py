@@ -65,6 +65,23 @@ def test_an_interpunct_joins_no_more_than_the_parts_of_a_name(text: str, expecte
     assert [n.text for n in cjk.names(text)] == expected
 
 
+@pytest.mark.parametrize("text, names", [
+    ("1961年，约翰·F·肯尼迪就任总统。", ["约翰·F·肯尼迪"]),
+    ("乔治·H·W·布什出生于1924年。", ["乔治·H·W·布什"]),  # two initials
+    ("约翰·Ｆ·肯尼迪就任总统。", ["约翰·Ｆ·肯尼迪"]),  # a fullwidth initial
+    ("约翰·F肯尼迪就任总统。", ["约翰", "肯尼迪"]),  # no interpunct after the initial: no part of a name
+    ("约翰·FBI·肯尼迪到访。", ["约翰", "肯尼迪"]),  # an initial is one letter
+    ("见张伟·A。", ["张伟"]),
+    ("张伟·a·李娜见面。", ["张伟", "李娜"]),  # a lower-case letter is no initial
+])
+def test_a_latin_initial_between_interpuncts_is_a_part_of_the_name_around_it(text: str, names: list[str]) -> None:
+    from core.text.names import find_entities
+
+    # the extractor's names (find_entities) and a question's (cjk.names, as the reader reads it) agree
+    assert [f.name for f in find_entities(text) if f.type == "person"] == names
+    assert [n.text for n in cjk.names(text)] == names
+
+
 def test_new_values_are_those_the_question_does_not_hold() -> None:
     question = "How many points did the Panthers give up in 2015?"
     assert shapes.new_values(shapes.numerals("They gave up 308 points in 2015."), question) == ["308"]

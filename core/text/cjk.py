@@ -16,6 +16,7 @@ per process, on first use (about 1-2 s).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +35,7 @@ NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
 # characters and more the corpus's share of documents does not judge.)
 TERM_TAGS = frozenset({"n", "j"})
 _JOINERS = frozenset(NAME_JOINERS)
+_INITIAL = re.compile(r"[A-ZＡ-Ｚ]")  # one Latin capital, as a transliterated name writes a middle initial
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 
@@ -156,8 +158,12 @@ def _part(toks: Sequence[Token], k: int) -> int | None:
     """The end of the name part that starts at token ``k``, after an interpunct, or None when none starts there.
     The interpunct is how Chinese writes a transliterated name: a part between two of them belongs to the name
     when its pieces (:func:`_piece`) could be a name's (拉 of 米格尔·德·拉·马德里); a last part runs through its
-    first token tagged as a name (德•蒙+科姆). An interpunct that separates fields ("导演·张艺谋·主演·巩俐") is
-    followed by words that are no pieces of a name, and joins nothing."""
+    first token tagged as a name (德•蒙+科姆). An initial in Latin capitals is a whole part when an interpunct
+    follows it too (F of 约翰·F·肯尼迪; not of 约翰·F肯尼迪, which :mod:`core.text.names`' runs do not join
+    either). An interpunct that separates fields ("导演·张艺谋·主演·巩俐") is followed by words that are no pieces of
+    a name, and joins nothing."""
+    if k < len(toks) and _INITIAL.fullmatch(toks[k].word):
+        return k + 1 if k + 1 < len(toks) and toks[k + 1].word in _JOINERS else None
     m = k
     while m < len(toks) and m - k < MAX_PART_TOKENS and _piece(toks[m]):
         named = toks[m].tag in NAME_TAGS

@@ -74,8 +74,10 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("possessive", re.compile(r"\b((?:(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?[A-Z][a-z]+(?:(?:\s+(?:of|de|von|van|der|la|le|du|di)"
                               r"(?:\s+the)?)?\s+[A-Z][a-z]+)*)['’]s\s+([a-z]{3,})\b")),
     ("name", re.compile(rf"(?:\b(?:Mr|Mrs|Ms|Dr|St|Prof)\.\s+)?(?<!{_LW})[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*(?:(?:\s{{1,3}}(?:of|de|von|van|der|la|le|du|di)(?:\s{{1,3}}the)?)?\s{{1,3}}[A-Z](?:{_LW}|[’'])*(?:-(?:{_LW}|[’'])+|/[A-Z0-9]{_LW}*(?!{_LW}|/))*)*")),
-    # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特)
-    ("cjk", re.compile(rf"[{HAN_RANGES}](?:[{HAN_RANGES}]|[{NAME_JOINERS}](?=[{HAN_RANGES}]))+"
+    # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特, and an
+    # initial in Latin capitals between two: 约翰·F·肯尼迪)
+    ("cjk", re.compile(rf"[{HAN_RANGES}](?:[{HAN_RANGES}]|[{NAME_JOINERS}](?=[{HAN_RANGES}])"
+                       rf"|(?:[{NAME_JOINERS}][A-ZＡ-Ｚ])+(?=[{NAME_JOINERS}][{HAN_RANGES}]))+"
                        r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)
