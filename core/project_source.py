@@ -73,6 +73,10 @@ def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, 
     for key, value in data.items():
         if key not in fields:
             dotted = ".".join((*prefix, key))
+            from core.settings import renamed  # (core.settings reads this module when settings load)
+
+            if renamed(dotted):
+                raise ValueError(f"project file {file}: {renamed(dotted)}")
             close = _closest(root, dotted)
             raise ValueError(f"project file {file}: unknown setting '{dotted}'"
                              + (f" (did you mean '{close}'?)" if close else ""))

@@ -195,10 +195,14 @@ class RetrievalSettings(BaseModel):
                                "entities the index knows (it gets none when the question names none)")
     graph_damping: float = Field(0.5, gt=0, lt=1, description="personalized PageRank: probability of following an "
                                                               "edge at each step (else back to a seed)")
-    graph_vector_threshold: float = Field(
-        0.5, ge=-1, le=1, description="least cosine similarity of an entity's vector and the question's for the "
-                                      "entity to seed the graph walk beside the entities the question names "
-                                      "(bench.multihop, MiniLM: 0.4-0.7 tried on both dev sets)")
+    graph_vector_score: float = Field(
+        5.0, ge=1, le=100, description="least standard score of an entity's similarity to the question (standard "
+                                       "deviations above the question's mean similarity to the corpus's entities) "
+                                       "for the entity to seed the graph walk beside those the question names; "
+                                       "read so, one threshold holds on each embedder's scale. 5: where cosine "
+                                       "0.5, the threshold chosen on MiniLM (0.4-0.7 tried), falls for the median "
+                                       "question of the multi-hop dev sets (4.9 HotpotQA, 5.0 MuSiQue, against "
+                                       "the walk's background)")
     graph_vector_seeds: int = Field(3, ge=0, le=100, description="at most this many entities seed the walk by vector "
                                                                  "(2, 3, 5, 10 tried)")
     graph_vector_weight: float = Field(
@@ -207,9 +211,12 @@ class RetrievalSettings(BaseModel):
                                       "(bench.multihop R@5 MuSiQue / HotpotQA: 1.0 0.713 / 0.855, 0.7 0.718 / "
                                       "0.855, 0.5 0.718 / 0.870, 0.4 0.722 / 0.875, 0.3 0.722 / 0.875, 0.1 0.718 / "
                                       "0.875)")
-    graph_vector_strong: float = Field(
-        0.8, ge=-1, le=1.01, description="least similarity at which entities linked by vector alone (the question "
-                                         "spells no entity's name) give the graph walk's list weight by default")
+    graph_vector_strong_score: float = Field(
+        8.0, ge=1, le=100, description="least standard score (as graph_vector_score) at which entities linked by "
+                                       "vector alone (the question spells no entity's name) give the graph walk's "
+                                       "list weight by default. 8: where cosine 0.8, the threshold chosen on "
+                                       "MiniLM, falls for the median multi-hop dev question (8.1 HotpotQA, 8.5 "
+                                       "MuSiQue)")
     graph_name_share: float = Field(
         0.5, ge=0, le=1, description="least share of the chunks holding the words that name an entity found in "
                                      "prose (all the BM25 terms of its name, or of the question's words, whichever "
@@ -420,18 +427,41 @@ def known_env_names(model: type[BaseModel] = StrataSettings, prefix: tuple[str, 
     return names
 
 
+# Settings whose meaning changed, under their old names: a value written for the old meaning would be wrong for
+# the new one, so it is named, not matched to the closest name.
+RENAMED: dict[str, tuple[str, str]] = {
+    "retrieval.graph_vector_threshold": ("retrieval.graph_vector_score",
+                                         "a standard score now (5 by default), no longer a cosine"),
+    "retrieval.graph_vector_strong": ("retrieval.graph_vector_strong_score",
+                                      "a standard score now (8 by default), no longer a cosine"),
+}
+
+
+def renamed(dotted: str) -> str | None:
+    """What to tell a user who set ``dotted`` (``"retrieval.graph_vector_threshold"``), a setting renamed when its
+    meaning changed; None for any other name."""
+    if dotted not in RENAMED:
+        return None
+    new, why = RENAMED[dotted]
+    return f"'{dotted}' was renamed '{new}': {why}"
+
+
 def unknown_env_vars(environ: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
-    """``STRATA_*`` variables that no setting reads (a misspelling is otherwise silently ignored), each with
-    the closest known name, or None."""
+    """``STRATA_*`` variables that no setting reads (a misspelling is otherwise silently ignored), each with a
+    hint: the closest known name ("did you mean ...?"), what a renamed setting is called now, or None."""
     import difflib
     import os
 
     env = os.environ if environ is None else environ
     known = known_env_names() | OTHER_ENV_NAMES
-    out = []
+    old_names = {env_name(tuple(old.split("."))): old for old in RENAMED}
+    out: list[tuple[str, str | None]] = []
     for key in sorted(env):
         upper = key.upper()
-        if upper.startswith(ENV_PREFIX) and upper not in known:
+        if upper in old_names:
+            new, why = RENAMED[old_names[upper]]
+            out.append((key, f"it was renamed {env_name(tuple(new.split('.')))}: {why}"))
+        elif upper.startswith(ENV_PREFIX) and upper not in known:
             close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.75)
-            out.append((key, close[0] if close else None))
+            out.append((key, f"did you mean {close[0]}?" if close else None))
     return out

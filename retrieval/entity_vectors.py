@@ -138,8 +138,8 @@ def load(folder: Path, embedder: str | None) -> EntityVectors | None:
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     if meta.get("embedder") != embedder:
         return None
-    # Memory-mapped: with an HNSW graph the rows are searched there and never read again from this file (the
-    # walk copies them when it compares with all, GraphWalk.attach_vectors).
+    # Memory-mapped: with an HNSW graph the rows are searched there and not read again from this file but for the
+    # background's sample (the walk copies all of them when it compares with all, GraphWalk.attach_vectors).
     matrix = np.load(matrix_path, allow_pickle=False, mmap_mode="r")
     ids = tuple(meta["ids"])
     if matrix.ndim != 2 or matrix.shape[0] != len(ids):

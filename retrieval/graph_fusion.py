@@ -4,9 +4,10 @@
   when the question names entities the index knows, 0 when it names none, so corpora where the graph cannot
   help rank as before) and runs the walk from the question's entities and the other lists' top passages.
   Entities linked by the question's vector join the seeds; alone (the question spells no entity's name) they
-  give the list weight only when one is at least ``retrieval.graph_vector_strong`` similar to the question,
+  give the list weight only when one's similarity stands out at least ``retrieval.graph_vector_strong_score``
+  (a standard score: :meth:`retrieval.graph_walk.GraphWalk.standard_scores`),
   since a question is always somewhat similar to some entity, and a corpus whose questions name no entity
-  (SciFact's claims) must rank as before.
+  must rank as before.
 - :func:`fuse_graph` orders the candidates: under RRF the three lists are fused by weighted RRF; under the
   convex and adaptive rankings the order of BM25 and dense (their convex combination) is fused with the walk's
   list by weighted RRF, the walk weighing ``graph_weight`` against 1.
@@ -43,10 +44,10 @@ NO_GRAPH = GraphList((), 0.0, ())
 
 def default_weight(link: Any, default: float, strong: float) -> float:
     """The adaptive default's weight for a walk from ``link``: ``default`` when the question names a seed, or when
-    a seed linked by vector is at least ``strong`` similar to it; else 0."""
+    a seed linked by vector has a standard score of at least ``strong``; else 0."""
     if link.by_name:
         return default
-    best = max((s.similarity or 0.0 for s in link.seeds if s.by == "vector"), default=0.0)
+    best = max((s.score or 0.0 for s in link.seeds if s.by == "vector"), default=0.0)
     return default if link.seeds and best >= strong else 0.0
 
 

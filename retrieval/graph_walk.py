@@ -11,10 +11,11 @@ with the question. The walk finds it the way HippoRAG 2 does:
   underscores and hyphens ("node_exporter" and "Node Exporter");
 - **seeds**: the entities the question names (matched by the router's :class:`EntityLexicon` and by the same
   normalized names), weighted by how specific they are (inverse chunk frequency); beside them, the entities
-  whose vectors (:mod:`retrieval.entity_vectors`) are closest to the question's, above a similarity threshold,
-  weighted by specificity and similarity, so a question that names an entity in other words still seeds the
-  walk; with no entity to seed from, a walk the caller asks for (an explicit ``graph_weight``) starts from
-  the other lists' top passages instead;
+  whose vectors (:mod:`retrieval.entity_vectors`) are closest to the question's, with a similarity that stands
+  out from the question's similarities to the entities by a least standard score (read so on each embedder's
+  scale: :meth:`GraphWalk.standard_scores`), weighted by specificity and similarity, so a question that names
+  an entity in other words still seeds the walk; with no entity to seed from, a walk the caller asks for (an
+  explicit ``graph_weight``) starts from the other lists' top passages instead;
 - **ranking**: chunks by their PageRank mass, among the rows the metadata filter allows.
 
 The transition matrix is built once when a generation is published (:meth:`GraphWalk.build`) and saved with it
@@ -51,7 +52,8 @@ from retrieval.pagerank import pagerank_sparse
 class Seed:
     """An entity that seeds the walk: its id and name, the question's words it matched (for a vector link: the
     entity's name), its share of the reset mass, how it was linked (``name`` or ``vector``) and, for a vector
-    link, the cosine similarity of its vector and the question's."""
+    link, the cosine similarity of its vector and the question's and that similarity's standard score among the
+    question's similarities to the entities (:meth:`GraphWalk.standard_scores`)."""
 
     entity_id: str
     name: str
@@ -59,6 +61,7 @@ class Seed:
     weight: float
     by: str = "name"
     similarity: float | None = None
+    score: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +80,8 @@ class WalkParams:
     synonym_weight: float = 1.0
     max_entity_share: float = 0.1  # entities mentioned in more of the chunks than this seed nothing
     walked_only: bool = True  # rank a seeded passage by the mass the walk brings it, not its own reset mass
-    vector_threshold: float = 0.5  # least cosine similarity of an entity's vector and the question's to seed
+    vector_score: float = 5.0  # least standard score of an entity's similarity to the question, among the
+    # question's similarities to the entities, to seed (retrieval.graph_vector_score)
     vector_seeds: int = 3  # at most this many entities linked by vector
     vector_weight: float = 0.4  # a vector seed's weight, relative to a name seed of the same specificity, at
     # similarity 1 (it weighs its similarity times this; retrieval.graph_vector_weight)
@@ -108,6 +112,9 @@ class Link:
 
 NO_LINK = Link(())
 
+BACKGROUND_ROWS = 2048  # entity vectors (evenly spaced) a question's similarities are read against
+MIN_BACKGROUND = 30  # fewer entities than this beside the nearest tell no spread: no entity is linked by vector
+# (a question near none of them: P(score >= 5) by chance is 9% with 8, 0.5% with 30, about none with thousands)
 SHARE_CACHE = 50_000  # shares kept per walk (a generation's life) before the cache starts again
 
 
@@ -158,6 +165,7 @@ class GraphWalk:
         self.vector_positions: np.ndarray = np.zeros(0, np.int64)  # the walk's position of each of those rows
         self.vector_embedder: str | None = None
         self._ann: tuple[Any, np.ndarray] | None = None  # (the vectors' HNSW graph, vector row -> position)
+        self.background: np.ndarray | None = None  # rows the question's similarities are read against
         self.titles: TitleHops | None = None  # the rows' titles, for the second hop by title (retrieval.hops)
         # How the index reads a text's words (BM25 terms, in a language) and which rows hold all of some terms,
         # for :meth:`share`; None: not known, names link as spelled (walk_for_index sets them from the index).
@@ -182,6 +190,10 @@ class GraphWalk:
                                            dtype=np.float32)
         self.vector_positions, self.vector_embedder = position_of_row[held], vectors.embedder
         self._ann = (vectors.ann, position_of_row) if vectors.ann is not None else None
+        rows = held
+        if len(held) > BACKGROUND_ROWS:  # evenly spaced: the same rows every time the generation loads
+            rows = held[np.linspace(0, len(held) - 1, BACKGROUND_ROWS).astype(int)]
+        self.background = np.array(vectors.matrix[rows], dtype=np.float32)
         return len(held)
 
     # -- building ---------------------------------------------------------------------------------------------
@@ -270,7 +282,7 @@ class GraphWalk:
         once where a heading opened a line, in a corpus where "type" is an ordinary word; identifiers and other
         shaped entities link as spelled. With the question's vector ``query_vector`` (the dense list's) and entity
         vectors attached, the ``vector_seeds`` entities closest to it above
-        ``vector_threshold`` join them (:meth:`link_vectors`)."""
+        ``vector_score`` join them (:meth:`link_vectors`)."""
         words = spans.words(question)
         language = detect_language(question)
         reading = self.query_language(question)
@@ -437,10 +449,28 @@ class GraphWalk:
             return pos[pos >= 0], sims[pos >= 0]
         return self.vector_positions, m @ (q / norm)
 
+    def standard_scores(self, query_vector: np.ndarray, sims: np.ndarray) -> np.ndarray:
+        """``sims`` (cosine similarities to ``query_vector``) as standard scores: how many standard deviations each
+        stands above the question's mean similarity to the entities (to :data:`BACKGROUND_ROWS` of them, evenly
+        spaced, leaving out the ``vector_seeds`` most similar, whose place is in question). Each embedder has its
+        own scale (MiniLM's unrelated texts sit near 0, multilingual-e5's at 0.73-0.81, in a band a quarter to a
+        fifth as wide); a standard score reads a similarity on it. All -inf (nothing is linked) when too few
+        entities are left to tell a spread (:data:`MIN_BACKGROUND`)."""
+        none = np.full(np.shape(sims), -np.inf)
+        bg = self.background
+        if bg is None:
+            return none
+        q = np.asarray(query_vector, np.float32).ravel()
+        ref = np.sort(bg @ (q / float(np.linalg.norm(q))))[: max(0, len(bg) - max(0, self.params.vector_seeds))]
+        spread = float(ref.std()) if len(ref) >= MIN_BACKGROUND else 0.0
+        if spread <= 1e-6:
+            return none
+        return (sims - float(ref.mean())) / spread
+
     def link_vectors(self, query_vector: np.ndarray, taken: set[str], limit: float) -> list[Seed]:
-        """The entities whose vectors are closest to ``query_vector`` (cosine at least ``vector_threshold``, at
-        most ``vector_seeds`` of them, none in ``taken`` nor mentioned in more than ``limit`` chunks), each
-        weighing its inverse chunk frequency times its similarity times ``vector_weight``."""
+        """The entities whose vectors are closest to ``query_vector`` (standard score at least ``vector_score``,
+        :meth:`standard_scores`; at most ``vector_seeds`` of them, none in ``taken`` nor mentioned in more than
+        ``limit`` chunks), each weighing its inverse chunk frequency times its similarity times ``vector_weight``."""
         p = self.params
         if p.vector_seeds <= 0:
             return []
@@ -448,17 +478,18 @@ class GraphWalk:
         if near is None:
             return []
         pos, sims = near
-        keep = (sims >= p.vector_threshold) & (self.df[pos] <= limit)
-        pos, sims = pos[keep], sims[keep]
+        scores = self.standard_scores(query_vector, sims)
+        keep = (scores >= p.vector_score) & (self.df[pos] <= limit)
+        pos, sims, scores = pos[keep], sims[keep], scores[keep]
         order = np.lexsort((pos, -sims))  # most similar first, then by position: the same order every time
         total = max(1, self.n_rows)
         out: list[Seed] = []
-        for j, sim in zip(pos[order], sims[order]):
+        for j, sim, score in zip(pos[order], sims[order], scores[order]):
             eid, name = self.entity_ids[j], self.names[j]
             if eid in taken or self.is_stop(name):
                 continue
             out.append(Seed(eid, name, name, p.vector_weight * float(sim) * math.log(1.0 + total / self.df[j]),
-                            "vector", round(float(sim), 4)))
+                            "vector", round(float(sim), 4), round(float(score), 2)))
             if len(out) >= p.vector_seeds:
                 break
         return out
@@ -646,6 +677,6 @@ def load_walk(folder: Path, meta: dict[str, Any], params: WalkParams, lexicon: E
 
 def walk_params(settings: Any) -> WalkParams:
     """The walk's parameters from ``retrieval`` settings (core.settings.RetrievalSettings)."""
-    return WalkParams(damping=settings.graph_damping, vector_threshold=settings.graph_vector_threshold,
+    return WalkParams(damping=settings.graph_damping, vector_score=settings.graph_vector_score,
                       vector_seeds=settings.graph_vector_seeds, vector_weight=settings.graph_vector_weight,
                       name_share=settings.graph_name_share)

@@ -245,7 +245,8 @@ class ChunkIndex:
         rrf_k = s.rrf_k if rrf_k is None else rrf_k
         ranked, fused, ranking = two_lists(text, lists, fusion or s.fusion, explicit, rrf_k, s.convex_alpha)
         walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked,
-                          self._link_vector(text, lists, q_lang, graph_weight), s.graph_vector_strong, lists.ahead)
+                          self._link_vector(text, lists, q_lang, graph_weight), s.graph_vector_strong_score,
+                          lists.ahead)
         order = with_walk(lists, ranked, fused, ranking, walk, rrf_k)
         if s.rerank:  # a query in an undetermined language is tokenized in the corpus's
             order = reranked(text, order, self.rows, lambda t: self.tokenizer(t, self.query_language(t)), s)

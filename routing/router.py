@@ -267,7 +267,8 @@ def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> Rout
     for span, names in spellings.items():
         others = [n for n in names if n.casefold() != span.casefold()]
         named.append(f"{span} ({', '.join(others)})" if others else span)
-    close = [f"{s.name} ({s.similarity:.2f})" for s in link.seeds if s.by == "vector"]
+    close = [f"{s.name} (similarity {s.similarity:.2f}, standard score {s.score:.1f})"
+             for s in link.seeds if s.by == "vector"]
     parts = []
     if named:
         parts.append("the entities it names: " + ", ".join(named[:5]))
@@ -275,7 +276,7 @@ def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> Rout
         parts.append("entities close to its meaning (linked by vector): " + ", ".join(close[:5]))
     if parts:
         reason = "the graph walk starts from " + "; ".join(parts)
-        if not named and default_weight(link, 1.0, index.settings.graph_vector_strong) == 0:
+        if not named and default_weight(link, 1.0, index.settings.graph_vector_strong_score) == 0:
             reason += " (too weak alone to give the graph list weight by default)"
         reasons.append(reason)
     if index.graph_walk is not None and index.graph_walk.entity_vectors is None and index.embeds_entities:

@@ -72,9 +72,9 @@ def load_settings(args: argparse.Namespace):  # type: ignore[no-untyped-def]
 
     from core.settings import StrataSettings, unknown_env_vars
 
-    for name, close in unknown_env_vars():
+    for name, hint in unknown_env_vars():
         err.print(f"[yellow]warning:[/yellow] {name} is not a Strata setting and is ignored"
-                  + (f" (did you mean {close}?)" if close else ""), markup=True, highlight=False)
+                  + (f" ({hint})" if hint else ""), markup=True, highlight=False)
     try:
         settings = StrataSettings(**flags_of(args))
         settings.llm_mode  # validates the llm section against the mode

@@ -87,6 +87,15 @@ def test_unknown_variable_is_reported(ws: Path, capsys: pytest.CaptureFixture[st
     assert "did you mean STRATA_RETRIEVAL__EMBEDDER" in err
 
 
+def test_a_renamed_variable_is_named_by_its_new_name(ws: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch) -> None:
+    monkeypatch.setenv("STRATA_RETRIEVAL__GRAPH_VECTOR_STRONG", "0.8")
+    code, _, err = run(["status", "--data-dir", str(ws / "data")], capsys)
+    line = " ".join(err.split())
+    assert code == 0 and "STRATA_RETRIEVAL__GRAPH_VECTOR_STRONG is not a Strata setting" in line
+    assert "renamed STRATA_RETRIEVAL__GRAPH_VECTOR_STRONG_SCORE: a standard score now" in line
+
+
 def test_embedder_mismatch_offers_reindex_full(ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
     monkeypatch.setenv("STRATA_RETRIEVAL__EMBEDDER", "none")
     code, _, err = run(["ask", "Which service uses Redis?", "--data-dir", str(ws / "data")], capsys)

@@ -19,18 +19,38 @@ from retrieval.graph_fusion import default_weight
 from retrieval.graph_walk import Link, Seed
 from retrieval.vector_cache import VectorCache
 from tests.test_graph_walk import CORPUS, FIRST_HOP, SECOND_HOP, ids, write_corpus
-from tests.test_graph_walk import engine  # noqa: F401  (the same engine, over this module's MiniLM settings)
 
 # Names the journal only by what it is about: no span of it is an entity's name.
 PARAPHRASE = "which city is home to the society that publishes the quantum gardening periodical"
 
 needs_minilm = pytest.mark.skipif(not minilm_available(), reason="MiniLM weights are part of the CI image")
 
+# A similarity is read against the question's similarities to the corpus's other entities, which must be enough
+# to tell a spread (graph_walk.MIN_BACKGROUND): the walk's corpus, beside notes on places it does not ask about.
+_PARTS = ["Karvel", "Ostrin", "Dunmere", "Halvik", "Pellow", "Quarrin", "Sabeth", "Tolvane", "Ulmark", "Verrin",
+          "Wexley", "Brannock", "Corvath"]
+_KINDS = ["River", "Pass", "Ridge", "Glacier", "Moor"]
+VECTOR_CORPUS = CORPUS | {
+    f"place{i:02d}.md": f"---\nteam: maps\n---\nThe {_PARTS[i % 13]} {_KINDS[i % 5]} lies north of the "
+                        f"{_PARTS[(i + 5) % 13]} {_KINDS[(i + 2) % 5]}.\n" for i in range(26)}
+
 
 @pytest.fixture
 def settings(tmp_path: Path) -> StrataSettings:
     """MiniLM (the suite's default hashing embedder reads spelling, not meaning: it gets no entity vectors)."""
     return StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"}, retrieval={"embedder": "minilm"})
+
+
+@pytest.fixture
+def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    index_folder(write_corpus(tmp_path / "notes", VECTOR_CORPUS), settings)
+    eng = Engine(settings)
+    assert len(eng.index.graph_walk.background) >= 40
+    yield eng
+    eng.close()
 
 
 @needs_minilm
@@ -42,7 +62,7 @@ def test_a_paraphrased_entity_seeds_the_walk_by_vector(engine) -> None:  # type:
     link = index.graph_link(PARAPHRASE)
     assert link.seeds and link.by_vector[0] == "Journal of Quantum Gardening" and not link.by_name
     seed = next(s for s in link.seeds if s.name == "Journal of Quantum Gardening")
-    assert seed.by == "vector" and seed.similarity >= walk.params.vector_threshold
+    assert seed.by == "vector" and seed.similarity is not None and seed.score is not None
     # The walk from the vector seed reaches the society's passage, which shares no word with the question's
     # entity: the graph list ranks both hops first.
     alone = index.search_detailed(PARAPHRASE, 3, dense_weight=0.0, sparse_weight=0.0, graph_weight=1.0,
@@ -52,7 +72,8 @@ def test_a_paraphrased_entity_seeds_the_walk_by_vector(engine) -> None:  # type:
     # The route names the seed and says it was linked by vector (strata route --json, ask --json).
     decision = engine.route(PARAPHRASE).to_dict()
     assert "Journal of Quantum Gardening" in decision["graph_vector_seeds"]
-    assert any("linked by vector" in r for r in decision["reasons"])
+    assert any("linked by vector" in r and "Journal of Quantum Gardening (similarity" in r and "standard score" in r
+               for r in decision["reasons"])
 
 
 @needs_minilm
@@ -110,13 +131,85 @@ def test_the_question_is_embedded_once(engine, monkeypatch) -> None:  # type: ig
 
 
 def test_vector_links_alone_give_the_graph_weight_only_when_strong() -> None:
+    """Strength is the seed's standard score, not its cosine (whose scale is the embedder's)."""
     named = Link((Seed("a", "A", "A", 1.0),))
-    weak = Link((Seed("b", "B", "B", 1.0, "vector", 0.65),))
-    strong = Link((Seed("b", "B", "B", 1.0, "vector", 0.85),))
-    assert default_weight(named, 1.0, 0.8) == 1.0
-    assert default_weight(weak, 1.0, 0.8) == 0.0
-    assert default_weight(strong, 1.0, 0.8) == 1.0
-    assert default_weight(Link(()), 1.0, 0.8) == 0.0
+    weak = Link((Seed("b", "B", "B", 1.0, "vector", 0.9, 3.0),))
+    strong = Link((Seed("b", "B", "B", 1.0, "vector", 0.6, 9.0),))
+    assert default_weight(named, 1.0, 8.0) == 1.0
+    assert default_weight(weak, 1.0, 8.0) == 0.0
+    assert default_weight(strong, 1.0, 8.0) == 1.0
+    assert default_weight(Link(()), 1.0, 8.0) == 0.0
+
+
+def _walk_with_vectors(matrix: np.ndarray):  # type: ignore[no-untyped-def]
+    from core.records import GraphSnapshot
+    from retrieval.graph_walk import GraphWalk
+
+    n = len(matrix)
+    entities = tuple(Entity(f"e{i:02d}", f"Entity {i}", "name", "", (f"c{i}",)) for i in range(n))
+    walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(n)}, n)
+    walk.attach_vectors(entity_vectors.EntityVectors(tuple(e.id for e in entities), matrix, "test"))
+    return walk
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    return (m / np.linalg.norm(m, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def test_a_vector_link_is_read_on_the_embedders_own_scale() -> None:
+    """Two embedders with the same geometry on different scales: one whose unrelated texts sit near cosine 0
+    (MiniLM's), one where every text shares a common direction and unrelated ones sit near 0.85 (as
+    multilingual-e5's sit at 0.73-0.81). A cosine threshold that suits the first links every question in the second; the
+    standard score links the same entity in both, and nothing for a question near no entity."""
+    rng = np.random.default_rng(7)
+    base = _unit(rng.normal(size=(60, 64)))
+    near = _unit(base[5] + 0.3 * _unit(rng.normal(size=64)))  # means entity 5 in other words
+    nowhere = _unit(rng.normal(size=64))
+    common = _unit(rng.normal(size=64)) * 2.5
+
+    def linked(matrix: np.ndarray, q: np.ndarray) -> list[str]:
+        return list(_walk_with_vectors(matrix).link("zzz", q).by_vector)
+
+    for shift in (0.0, 1.0):
+        m, q_near, q_nowhere = (_unit(x + shift * common) for x in (base, near, nowhere))
+        assert linked(m, q_near) == ["Entity 5"], shift
+        assert linked(m, q_nowhere) == [], shift
+        if shift:
+            assert float(np.min(m @ q_nowhere)) > 0.5  # every entity passes a cosine of 0.5 on this scale
+
+
+def test_above_the_background_size_a_sample_is_read_and_the_hnsw_graph_links_as_the_product() -> None:
+    from retrieval.graph_walk import BACKGROUND_ROWS
+
+    rng = np.random.default_rng(11)
+    base = _unit(rng.normal(size=(BACKGROUND_ROWS + 700, 64)))
+    questions = [_unit(base[j] + 0.3 * _unit(rng.normal(size=64))) for j in (5, 1234, 2700)]
+    questions.append(_unit(rng.normal(size=64)))  # near no entity
+    exact = _walk_with_vectors(base)
+    assert exact._ann is None and exact.background.shape == (BACKGROUND_ROWS, 64)
+    # evenly spaced over all the rows, the last included (not the first 2,048)
+    assert np.array_equal(exact.background[[0, -1]], base[[0, -1]])
+    assert np.array_equal(exact.background[1024], base[int(1024 * (len(base) - 1) / (BACKGROUND_ROWS - 1))])
+    want = [["Entity 5"], ["Entity 1234"], ["Entity 2700"], []]
+    assert [list(exact.link("zzz", q).by_vector) for q in questions] == want
+    n = len(base)
+    entities = tuple(Entity(f"e{i:02d}", f"Entity {i}", "name", "", (f"c{i}",)) for i in range(n))
+    ann = _walk_with_vectors(base)
+    ann.attach_vectors(entity_vectors.with_ann(
+        entity_vectors.EntityVectors(tuple(e.id for e in entities), base, "test"), 1, threads=1))
+    assert ann._ann is not None
+    assert [list(ann.link("zzz", q).by_vector) for q in questions] == want
+
+
+def test_too_few_entities_to_tell_a_spread_link_none_by_vector() -> None:
+    from retrieval.graph_walk import MIN_BACKGROUND
+
+    rng = np.random.default_rng(3)
+    seeds = 3  # graph_vector_seeds: the nearest, left out of the background
+    few = _unit(rng.normal(size=(MIN_BACKGROUND + seeds - 1, 64)))  # one short of a spread
+    assert not _walk_with_vectors(few).link("zzz", few[2]).seeds
+    enough = _unit(rng.normal(size=(MIN_BACKGROUND + seeds, 64)))
+    assert _walk_with_vectors(enough).link("zzz", enough[2]).by_vector[:1] == ("Entity 2",)
 
 
 @needs_minilm
@@ -127,7 +220,7 @@ def test_an_old_generation_without_entity_vectors_loads_and_links_by_names(setti
     from strata.workspace import Workspace
     from tests.test_graph_walk import QUESTION
 
-    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    index_folder(write_corpus(tmp_path / "notes", VECTOR_CORPUS), settings)
     current = Workspace(settings.data_dir).current()
     assert (current.index_dir / entity_vectors.MATRIX_FILE).exists()
     # As an older version published it: no entity vector files, and a manifest that does not list them.
@@ -199,7 +292,7 @@ def test_many_entities_are_looked_up_in_an_hnsw_graph_published_with_the_generat
 
     settings = StrataSettings(data_dir=tmp_path / "ws", extraction={"mode": "offline"},
                               retrieval={"embedder": "minilm", "entity_hnsw_threshold": 2})
-    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    index_folder(write_corpus(tmp_path / "notes", VECTOR_CORPUS), settings)
     current = Workspace(settings.data_dir).current()
     assert (current.index_dir / entity_vectors.ANN_FILE).exists()
     assert f"index/{entity_vectors.ANN_FILE}" in json.loads((current.root / "manifest.json").read_text())["files"]

@@ -137,6 +137,11 @@ def test_init_refuses_to_overwrite_and_secrets_stay_masked(tmp_path: Path, monke
     ("[retrieval]\nembeder = 'none'\n", "unknown setting 'retrieval.embeder'"),
     ("[chunking\n", "not valid TOML"),
     ("[chunking]\nchunk_tokens = 2\n", "STRATA_CHUNKING__CHUNK_TOKENS"),
+    # A setting renamed when its meaning changed is named with its new name, not matched to the closest one; a
+    # value written for the old meaning (a cosine) is refused under the new name.
+    ("[retrieval]\ngraph_vector_threshold = 0.5\n", "'retrieval.graph_vector_threshold' was renamed "
+                                                     "'retrieval.graph_vector_score': a standard score now"),
+    ("[retrieval]\ngraph_vector_score = 0.5\n", "STRATA_RETRIEVAL__GRAPH_VECTOR_SCORE"),
 ])
 def test_bad_project_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str,
                                    message: str) -> None:

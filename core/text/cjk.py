@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Sequence
 
-from core.text.script import NAME_JOINERS, han
+from core.text.script import NAME_INITIALS, NAME_JOINERS, han
 
 NAME_TAGS = {"nr": "person", "nrt": "person", "nrfg": "person", "ns": "place", "nt": "organization",
              "nz": "name"}
@@ -35,7 +35,7 @@ NOUN_TAGS = frozenset({"n", "vn", "nz", "ng", "an", "eng"})
 # characters and more the corpus's share of documents does not judge.)
 TERM_TAGS = frozenset({"n", "j"})
 _JOINERS = frozenset(NAME_JOINERS)
-_INITIAL = re.compile(r"[A-ZＡ-Ｚ]")  # one Latin capital, as a transliterated name writes a middle initial
+_INITIAL = re.compile(f"[{NAME_INITIALS}]")  # one Latin capital, as a transliterated name writes a middle initial
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
 

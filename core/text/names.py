@@ -21,7 +21,7 @@ from typing import Iterable
 
 from core.text import cjk
 from core.text.junk import FUNCTION_WORDS, junk_reason
-from core.text.script import CJK_CHAR, CJK_RANGES, HAN_RANGES, HAN_WORD, NAME_JOINERS, QUOTATION_MARKS
+from core.text.script import CJK_CHAR, CJK_RANGES, HAN_RANGES, HAN_WORD, NAME_INITIALS, NAME_JOINERS, QUOTATION_MARKS
 
 DATABASES = {
     "postgres", "postgresql", "mysql", "mariadb", "redis", "kafka", "mongodb", "cassandra", "elasticsearch",
@@ -77,7 +77,7 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # a run of Han characters (an interpunct inside joins the parts of a transliterated name: 卡万·肖特, and an
     # initial in Latin capitals between two: 约翰·F·肯尼迪)
     ("cjk", re.compile(rf"[{HAN_RANGES}](?:[{HAN_RANGES}]|[{NAME_JOINERS}](?=[{HAN_RANGES}])"
-                       rf"|(?:[{NAME_JOINERS}][A-ZＡ-Ｚ])+(?=[{NAME_JOINERS}][{HAN_RANGES}]))+"
+                       rf"|(?:[{NAME_JOINERS}][{NAME_INITIALS}])+(?=[{NAME_JOINERS}][{HAN_RANGES}]))+"
                        r"|[\u30a0-\u30ff]{2,}|[\uac00-\ud7af]{2,}")),
 ]
 _CONTRACTION = re.compile(r"[A-Za-z]+['’](?:ve|ll|re|m|d|t)", re.I)

@@ -15,6 +15,8 @@ _HAN = re.compile(f"[{HAN_RANGES}]+")
 # bullet, hyphenation point, dot operator, katakana middle dot and its half-width form. Texts write the same
 # name with any of them, or with none.
 NAME_JOINERS = "\u00b7\u2022\u2027\u22c5\u30fb\uff65"
+# A Latin capital, ASCII or full-width, that stands for a part of such a name between two joiners (约翰·F·肯尼迪).
+NAME_INITIALS = "A-ZＡ-Ｚ"
 
 
 def han(word: str) -> bool:
