@@ -64,6 +64,25 @@ def _closest(root: type[BaseModel], dotted: str) -> str | None:
     return best
 
 
+# Settings whose meaning changed, under their old names: a value written for the old meaning would be wrong for
+# the new one, so it is named, not matched to the closest name.
+RENAMED: dict[str, tuple[str, str]] = {
+    "retrieval.graph_vector_threshold": ("retrieval.graph_vector_score",
+                                         "a standard score now (5 by default), no longer a cosine"),
+    "retrieval.graph_vector_strong": ("retrieval.graph_vector_strong_score",
+                                      "a standard score now (8 by default), no longer a cosine"),
+}
+
+
+def renamed(dotted: str) -> str | None:
+    """What to tell a user who set ``dotted`` (``"retrieval.graph_vector_threshold"``), a setting renamed when its
+    meaning changed; None for any other name."""
+    if dotted not in RENAMED:
+        return None
+    new, why = RENAMED[dotted]
+    return f"'{dotted}' was renamed '{new}': {why}"
+
+
 def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, file: Path,
                       prefix: tuple[str, ...] = (), root: type[BaseModel] | None = None) -> dict[str, Any]:
     """``data`` with relative paths made relative to ``base``; unknown keys raise a ValueError naming them."""
@@ -73,8 +92,6 @@ def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, 
     for key, value in data.items():
         if key not in fields:
             dotted = ".".join((*prefix, key))
-            from core.settings import renamed  # (core.settings reads this module when settings load)
-
             if renamed(dotted):
                 raise ValueError(f"project file {file}: {renamed(dotted)}")
             close = _closest(root, dotted)

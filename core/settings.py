@@ -427,30 +427,13 @@ def known_env_names(model: type[BaseModel] = StrataSettings, prefix: tuple[str, 
     return names
 
 
-# Settings whose meaning changed, under their old names: a value written for the old meaning would be wrong for
-# the new one, so it is named, not matched to the closest name.
-RENAMED: dict[str, tuple[str, str]] = {
-    "retrieval.graph_vector_threshold": ("retrieval.graph_vector_score",
-                                         "a standard score now (5 by default), no longer a cosine"),
-    "retrieval.graph_vector_strong": ("retrieval.graph_vector_strong_score",
-                                      "a standard score now (8 by default), no longer a cosine"),
-}
-
-
-def renamed(dotted: str) -> str | None:
-    """What to tell a user who set ``dotted`` (``"retrieval.graph_vector_threshold"``), a setting renamed when its
-    meaning changed; None for any other name."""
-    if dotted not in RENAMED:
-        return None
-    new, why = RENAMED[dotted]
-    return f"'{dotted}' was renamed '{new}': {why}"
-
-
 def unknown_env_vars(environ: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
     """``STRATA_*`` variables that no setting reads (a misspelling is otherwise silently ignored), each with a
     hint: the closest known name ("did you mean ...?"), what a renamed setting is called now, or None."""
     import difflib
     import os
+
+    from core.project_source import RENAMED
 
     env = os.environ if environ is None else environ
     known = known_env_names() | OTHER_ENV_NAMES
