@@ -92,8 +92,9 @@ def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, 
     for key, value in data.items():
         if key not in fields:
             dotted = ".".join((*prefix, key))
-            if renamed(dotted):
-                raise ValueError(f"project file {file}: {renamed(dotted)}")
+            hint = renamed(dotted)
+            if hint:
+                raise ValueError(f"project file {file}: {hint}")
             close = _closest(root, dotted)
             raise ValueError(f"project file {file}: unknown setting '{dotted}'"
                              + (f" (did you mean '{close}'?)" if close else ""))

@@ -48,11 +48,17 @@ def ids(hits) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
+def corpus() -> dict[str, str]:
+    """The notes the engine indexes (a module that needs more overrides this fixture)."""
+    return CORPUS
+
+
+@pytest.fixture
+def engine(settings: StrataSettings, corpus: dict[str, str], tmp_path: Path):  # type: ignore[no-untyped-def]
     from strata.engine import Engine
     from strata.pipeline import index_folder
 
-    index_folder(write_corpus(tmp_path / "notes", CORPUS), settings)
+    index_folder(write_corpus(tmp_path / "notes", corpus), settings)
     eng = Engine(settings)
     yield eng
     eng.close()

@@ -19,6 +19,7 @@ from retrieval.graph_fusion import default_weight
 from retrieval.graph_walk import Link, Seed
 from retrieval.vector_cache import VectorCache
 from tests.test_graph_walk import CORPUS, FIRST_HOP, SECOND_HOP, ids, write_corpus
+from tests.test_graph_walk import engine  # noqa: F401  (the same engine, over this module's settings and corpus)
 
 # Names the journal only by what it is about: no span of it is an entity's name.
 PARAPHRASE = "which city is home to the society that publishes the quantum gardening periodical"
@@ -42,21 +43,15 @@ def settings(tmp_path: Path) -> StrataSettings:
 
 
 @pytest.fixture
-def engine(settings: StrataSettings, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from strata.engine import Engine
-    from strata.pipeline import index_folder
-
-    index_folder(write_corpus(tmp_path / "notes", VECTOR_CORPUS), settings)
-    eng = Engine(settings)
-    assert len(eng.index.graph_walk.background) >= 40
-    yield eng
-    eng.close()
+def corpus() -> dict[str, str]:
+    return VECTOR_CORPUS
 
 
 @needs_minilm
 def test_a_paraphrased_entity_seeds_the_walk_by_vector(engine) -> None:  # type: ignore[no-untyped-def]
     index = engine.index
     walk = index.graph_walk
+    assert len(walk.background) >= 40
     assert walk.entity_vectors is not None and walk.vector_embedder == index.embedder.name
     assert not walk.link(PARAPHRASE).seeds  # by names alone, nothing
     link = index.graph_link(PARAPHRASE)
@@ -141,14 +136,17 @@ def test_vector_links_alone_give_the_graph_weight_only_when_strong() -> None:
     assert default_weight(Link(()), 1.0, 8.0) == 0.0
 
 
-def _walk_with_vectors(matrix: np.ndarray):  # type: ignore[no-untyped-def]
+def _walk_with_vectors(matrix: np.ndarray, hnsw: bool = False):  # type: ignore[no-untyped-def]
+    """A walk over one entity per row of ``matrix`` ("Entity i"), linked by those vectors: compared with all of
+    them by one product, or (``hnsw``) through an HNSW graph over them."""
     from core.records import GraphSnapshot
     from retrieval.graph_walk import GraphWalk
 
     n = len(matrix)
     entities = tuple(Entity(f"e{i:02d}", f"Entity {i}", "name", "", (f"c{i}",)) for i in range(n))
     walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(n)}, n)
-    walk.attach_vectors(entity_vectors.EntityVectors(tuple(e.id for e in entities), matrix, "test"))
+    vectors = entity_vectors.EntityVectors(tuple(e.id for e in entities), matrix, "test")
+    walk.attach_vectors(entity_vectors.with_ann(vectors, 1, threads=1) if hnsw else vectors)
     return walk
 
 
@@ -192,11 +190,7 @@ def test_above_the_background_size_a_sample_is_read_and_the_hnsw_graph_links_as_
     assert np.array_equal(exact.background[1024], base[int(1024 * (len(base) - 1) / (BACKGROUND_ROWS - 1))])
     want = [["Entity 5"], ["Entity 1234"], ["Entity 2700"], []]
     assert [list(exact.link("zzz", q).by_vector) for q in questions] == want
-    n = len(base)
-    entities = tuple(Entity(f"e{i:02d}", f"Entity {i}", "name", "", (f"c{i}",)) for i in range(n))
-    ann = _walk_with_vectors(base)
-    ann.attach_vectors(entity_vectors.with_ann(
-        entity_vectors.EntityVectors(tuple(e.id for e in entities), base, "test"), 1, threads=1))
+    ann = _walk_with_vectors(base, hnsw=True)
     assert ann._ann is not None
     assert [list(ann.link("zzz", q).by_vector) for q in questions] == want
 
