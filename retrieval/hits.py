@@ -34,7 +34,9 @@ class Hit:
     document_id: str
     sparse_rank: int | None
     dense_rank: int | None
-    score: float = 0.0  # the score the ranking ordered by (see SearchOutcome.ranking); rrf_score under fusion "rrf"
+    # The score the ranking ordered by (see SearchOutcome.ranking): rrf_score under fusion "rrf", but for a
+    # passage a later step moved up (kept first, named by the first hop), which takes its new place's score.
+    score: float = 0.0
     graph_rank: int | None = None  # rank in the graph walk's list (retrieval.graph_walk)
 
 

@@ -31,7 +31,7 @@ from retrieval.graph_fusion import graph_list, walk_ahead
 from retrieval.hits import DenseEngine, Hit, IndexedChunk, RankingEngine, SearchOutcome, SparseEngine
 from retrieval.hops import Hop
 from retrieval.index_files import load_index, save_index
-from retrieval.ordering import Lists, hops_promoted, outcome, reranked, two_lists, with_walk
+from retrieval.ordering import Lists, first_kept, hops_promoted, outcome, reranked, two_lists, with_walk
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vector_cache import VectorCache, chunk_vectors
 from retrieval.vectors import VectorIndex
@@ -246,10 +246,11 @@ class ChunkIndex:
         ranked, fused, ranking = two_lists(text, lists, fusion or s.fusion, explicit, rrf_k, s.convex_alpha)
         walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked,
                           self._link_vector(text, lists, q_lang, graph_weight), s.graph_vector_strong_score,
-                          lists.ahead)
+                          lists.ahead, 0 if explicit else s.graph_keeps_first)
         order = with_walk(lists, ranked, fused, ranking, walk, rrf_k)
         if s.rerank:  # a query in an undetermined language is tokenized in the corpus's
             order = reranked(text, order, self.rows, lambda t: self.tokenizer(t, self.query_language(t)), s)
+        order = first_kept(order, ranked, walk, lists)
         hops: list[Hop] = []
         titles = getattr(self.graph_walk, "titles", None)
         if walk.weight > 0 and walk.rows and titles is not None and s.hop_links > 0:

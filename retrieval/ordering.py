@@ -1,7 +1,7 @@
 """How one search orders its candidates once BM25 and the dense list are ranked: fusion (weighted RRF, or a convex
 combination under the ``convex`` and ``adaptive`` fusions), the graph walk's list joined to it
-(:mod:`retrieval.graph_fusion`), the optional lexical rerank, the passages the first hop names by title moved up
-(:mod:`retrieval.hops`), and the hits a caller reads.
+(:mod:`retrieval.graph_fusion`), the optional lexical rerank, the first passages of BM25 and dense put back
+first, the passages the first hop names by title moved up (:mod:`retrieval.hops`), and the hits a caller reads.
 
 Each step takes the order the step before made and returns a new one, so a search
 (:meth:`retrieval.index.ChunkIndex._ranked`) reads as the list of steps it runs.
@@ -92,18 +92,36 @@ def reranked(text: str, order: Order, rows: Sequence[IndexedChunk], terms: Calla
     return Order(ordered, {**order.score, **scores}, order.rrf, "lexical rerank (rrf_score x term-match bonus)")
 
 
+def first_kept(order: Order, ranked: Ranked, walk: GraphList, lists: Lists) -> Order:
+    """The first ``walk.keeps_first`` passages of ``ranked`` (the order of ``lists``, BM25 and dense, without the
+    walk's list) put back first, in their order there, the rest in ``order``'s: the walk's list adds passages, it
+    does not displace the ones the question's words reach best (``retrieval.graph_keeps_first``)."""
+    first = [row for row, _ in ranked[:walk.keeps_first] if row in order.score]
+    if not walk.rows or order.rows[:len(first)] == first:
+        return order
+    taken = set(first)
+    names = " and ".join(name for name, ranks in (("BM25", lists.sparse), ("dense", lists.dense)) if ranks)
+    note = f"; the first {'passage' if len(first) == 1 else f'{len(first)} passages'} of {names} kept first"
+    return _moved(order, first + [row for row in order.rows if row not in taken], note)
+
+
+def _moved(order: Order, rows: list[int], note: str) -> Order:
+    """``order`` with its rows in the order ``rows``: a passage moved up takes the score of the place it takes,
+    so the scores still descend."""
+    place = [order.score.get(row, 0.0) for row in rows]
+    for i in range(len(rows) - 2, -1, -1):
+        place[i] = max(place[i], place[i + 1])
+    return Order(rows, {**order.score, **dict(zip(rows, place))}, order.rrf, order.ranking + note)
+
+
 def hops_promoted(text: str, order: Order, titles: Any, settings: RetrievalSettings) -> tuple[Order, list[Hop]]:
     """The passages the first hop names by title moved up after it (:meth:`retrieval.hops.TitleHops.promote`); a
     passage moved up takes the score of the place it takes, so the scores still descend."""
     rows, hops = titles.promote(text, order.rows, settings.hop_links, settings.hop_window)
     if rows == order.rows:
         return order, hops
-    place = [order.score.get(row, 0.0) for row in rows]
-    for i in range(len(rows) - 2, -1, -1):
-        place[i] = max(place[i], place[i + 1])
-    ranking = order.ranking + (f"; the first hop, then {len(hops)} passage(s) it names by title" if hops
-                               else "; the passages titled by the question's names first")
-    return Order(rows, {**order.score, **dict(zip(rows, place))}, order.rrf, ranking), hops
+    return _moved(order, rows, f"; the first hop, then {len(hops)} passage(s) it names by title" if hops
+                  else "; the passages titled by the question's names first"), hops
 
 
 def outcome(order: Order, keep: int, lists: Lists, walk: GraphList, hops: Sequence[Hop],

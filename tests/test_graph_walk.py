@@ -394,3 +394,34 @@ def test_passages_the_same_seeds_mention_share_one_place_in_the_fusion() -> None
     places2 = dict(zip(rows2, walk.places(two, rows2)))
     assert places2[2] == rows2.index(2) + 1  # both seeds mention it: its own group
     assert places2[0] == places2[1] == places2[3] != places2[2]
+
+
+
+KELP = "kelp forests sea grasses and the Verdant Society"  # BM25's first passage, marine.md, holds no seed
+
+
+def test_the_walk_does_not_displace_bm25_and_denses_first(engine) -> None:  # type: ignore[no-untyped-def]
+    """Under RRF (k = 60) a passage first by the question's words but absent from the walk's list falls below
+    passages both hold; the default keeps it first (``retrieval.graph_keeps_first``), after the lexical rerank
+    too. A caller's weights, or its own ``graph_weight``, are fused exactly."""
+    index = engine.index
+    plain = ids(index.search(KELP, 5, graph_weight=0.0))
+    default = index.search_detailed(KELP, 5)
+    assert plain[0] == "marine.md#0000" and default.graph_weight > 0
+    assert ids(default.hits)[0] == plain[0] and "the first passage of BM25" in default.ranking
+    assert all(a.score >= b.score for a, b in zip(default.hits, default.hits[1:]))
+    given = ids(index.search(KELP, 5, graph_weight=default.graph_weight))
+    assert given[0] != plain[0]  # the displacement the default prevents
+    settings = index.settings
+    try:
+        index.settings = settings.model_copy(update={"graph_keeps_first": 0})
+        assert ids(index.search(KELP, 5)) == given
+        index.settings = settings.model_copy(update={"rerank": True})
+        assert ids(index.search(KELP, 5))[0] == plain[0]
+    finally:
+        index.settings = settings
+    # The memory query with hybrid_params is the caller's weighted RRF: its rrf_scores descend.
+    response = engine.query(MemoryQueryRequest(query_id="q", search_text=KELP, top_k=5,
+                                               hybrid_params=HybridParams(dense_weight=0, sparse_weight=1)))
+    scores = [r.rrf_score for r in response.results]
+    assert scores == sorted(scores, reverse=True) and response.results[0].chunk_id != plain[0]
