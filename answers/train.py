@@ -302,8 +302,8 @@ class SetSignals:
 
 
 # The code a candidate's signals come from: a change to any of it computes cached signals again.
-SIGNAL_CODE = ("answers/signals.py", "answers/units.py", "answers/reader.py", "core/text/*.py",
-               "extraction/*.py", "retrieval/*.py", "communities/sentences.py")
+SIGNAL_CODE = ("answers/signals.py", "answers/units.py", "answers/reader.py", "core/text/*.py", "core/settings.py",
+               "extraction/*.py", "retrieval/*.py", "communities/sentences.py")  # settings: the retrieval defaults
 
 
 def _code_digest() -> str:

@@ -34,8 +34,9 @@ class Hit:
     document_id: str
     sparse_rank: int | None
     dense_rank: int | None
-    # The score the ranking ordered by (see SearchOutcome.ranking): rrf_score under fusion "rrf", but for a
-    # passage a later step moved up (kept first, named by the first hop), which takes its new place's score.
+    # The score the ranking ordered by (see SearchOutcome.ranking): rrf_score under fusion "rrf" without the
+    # lexical rerank, but for a passage a later step moved up (put back first beside the graph walk's list,
+    # named by the first hop or titled by the question's names), which takes its new place's score.
     score: float = 0.0
     graph_rank: int | None = None  # rank in the graph walk's list (retrieval.graph_walk)
 
@@ -50,7 +51,9 @@ class SearchOutcome:
     dense_weight: float
     query_language: str
     warnings: list[str]
-    ranking: str = "rrf"  # what ordered the hits: "rrf", "convex (BM25 share a)" or "lexical rerank (...)"
+    # What ordered the hits: "rrf", "convex (BM25 share a)" or "lexical rerank (...)", and the steps after it
+    # ("; ... put back first", "; the first hop, then ...").
+    ranking: str = "rrf"
     graph_weight: float = 0.0  # the graph walk list's weight (0: not used)
     graph_seeds: tuple[str, ...] = ()  # the entities that seeded the walk
     graph_vector_seeds: tuple[str, ...] = ()  # those of them linked by the question's vector

@@ -27,7 +27,7 @@ from retrieval.chunk_text import CHUNK_TEXT, indexed_text, row_fields
 from retrieval.e5 import XLMR_LANGUAGES, E5Embedder
 from retrieval.embed import Embedder, embedder_languages, make_embedder
 from retrieval.filters import ColumnIndex, parse_filter
-from retrieval.graph_fusion import graph_list, walk_ahead
+from retrieval.graph_fusion import NO_GRAPH, graph_list, walk_ahead
 from retrieval.hits import DenseEngine, Hit, IndexedChunk, RankingEngine, SearchOutcome, SparseEngine
 from retrieval.hops import Hop
 from retrieval.index_files import load_index, save_index
@@ -222,7 +222,7 @@ class ChunkIndex:
         args = (dense_weight, sparse_weight, rrf_k, metadata_filter, fusion, graph_weight)
         pool = self.settings.candidate_pool
         outcome, candidates = self._ranked(text, pool, min(top_k, pool), *args)
-        if top_k > pool and candidates > pool:
+        if top_k > pool and candidates >= pool:  # a list was cut at the pool: the rest lie deeper
             deeper, _ = self._ranked(text, max(top_k, TAIL_DEPTH), top_k, *args)
             have = {h.chunk_id for h in outcome.hits}
             rest = [h for h in deeper.hits if h.chunk_id not in have][: top_k - pool]
@@ -233,8 +233,9 @@ class ChunkIndex:
                 rrf_k: float | None, metadata_filter: dict[str, Any] | None, fusion: str | None,
                 graph_weight: float | None) -> tuple[SearchOutcome, int]:
         """The first ``keep`` fused hits of lists ``depth`` deep, and how many candidates were fused: the rows the
-        filter allows, BM25 and dense ranked, fused, the graph walk's list joined, reranked and the first hop's
-        named passages moved up (:mod:`retrieval.ordering`)."""
+        filter allows, BM25 and dense ranked, fused, the graph walk's list joined, reranked, the head of the order
+        without the walk's list put back first, and the first hop's named passages moved up
+        (:mod:`retrieval.ordering`)."""
         s = self.settings
         explicit = dense_weight is not None or sparse_weight is not None
         mask = self.allowed(metadata_filter)
@@ -248,9 +249,14 @@ class ChunkIndex:
                           self._link_vector(text, lists, q_lang, graph_weight), s.graph_vector_strong_score,
                           lists.ahead, 0 if explicit else s.graph_keeps_first)
         order = with_walk(lists, ranked, fused, ranking, walk, rrf_k)
+        base = [row for row, _ in ranked[:walk.keeps_first]]  # the order's head without the walk's list
         if s.rerank:  # a query in an undetermined language is tokenized in the corpus's
-            order = reranked(text, order, self.rows, lambda t: self.tokenizer(t, self.query_language(t)), s)
-        order = first_kept(order, ranked, walk, lists)
+            terms = lambda t: self.tokenizer(t, self.query_language(t))  # noqa: E731
+            order = reranked(text, order, self.rows, terms, s)
+            if walk.keeps_first and walk.rows:
+                base = reranked(text, with_walk(lists, ranked, fused, ranking, NO_GRAPH, rrf_k), self.rows, terms,
+                                s).rows[:walk.keeps_first]
+        order = first_kept(order, base, walk, lists)
         hops: list[Hop] = []
         titles = getattr(self.graph_walk, "titles", None)
         if walk.weight > 0 and walk.rows and titles is not None and s.hop_links > 0:

@@ -92,16 +92,17 @@ def reranked(text: str, order: Order, rows: Sequence[IndexedChunk], terms: Calla
     return Order(ordered, {**order.score, **scores}, order.rrf, "lexical rerank (rrf_score x term-match bonus)")
 
 
-def first_kept(order: Order, ranked: Ranked, walk: GraphList, lists: Lists) -> Order:
-    """The first ``walk.keeps_first`` passages of ``ranked`` (the order of ``lists``, BM25 and dense, without the
-    walk's list) put back first, in their order there, the rest in ``order``'s: the walk's list adds passages, it
-    does not displace the ones the question's words reach best (``retrieval.graph_keeps_first``)."""
-    first = [row for row, _ in ranked[:walk.keeps_first] if row in order.score]
+def first_kept(order: Order, head: Sequence[int], walk: GraphList, lists: Lists) -> Order:
+    """``head`` (the first ``walk.keeps_first`` rows of the order the search makes without the walk's list: BM25
+    and dense fused, and reranked when the rerank is on) put back first, the rest in ``order``'s: the walk's list
+    adds passages, it does not displace the ones the question's words reach best (``retrieval.graph_keeps_first``)."""
+    first = [row for row in head[:walk.keeps_first] if row in order.score]
     if not walk.rows or order.rows[:len(first)] == first:
         return order
     taken = set(first)
     names = " and ".join(name for name, ranks in (("BM25", lists.sparse), ("dense", lists.dense)) if ranks)
-    note = f"; the first {'passage' if len(first) == 1 else f'{len(first)} passages'} of {names} kept first"
+    which = "passage" if len(first) == 1 else f"{len(first)} passages"
+    note = f"; the first {which} of {names} without the graph walk put back first"
     return _moved(order, first + [row for row in order.rows if row not in taken], note)
 
 

@@ -166,6 +166,11 @@ def test_the_first_k_hits_do_not_depend_on_top_k(tmp_path: Path) -> None:
                 assert len(full) == 45
                 for k in (1, 2, 3, 5, 8, 10, 11, 20, 44):
                     assert ids(index.search(q, k, **kw)) == full[:k], (q, kw, k)
+            # BM25 alone: its list is cut at the pool, and a larger top_k still reaches every matching chunk.
+            bm25 = {"dense_weight": 0.0, "sparse_weight": 1.0, "graph_weight": 0.0}
+            full = ids(index.search(q, 45, **bm25))
+            assert len(full) == min(45, len(index.sparse.rank(q, 1000, index.bm25.alive))) > 10
+            assert all(ids(index.search(q, k, **bm25)) == full[:k] for k in (1, 5, 10, 11, 20))
     finally:
         engine.close()
 
@@ -396,14 +401,13 @@ def test_passages_the_same_seeds_mention_share_one_place_in_the_fusion() -> None
     assert places2[0] == places2[1] == places2[3] != places2[2]
 
 
-
 KELP = "kelp forests sea grasses and the Verdant Society"  # BM25's first passage, marine.md, holds no seed
 
 
 def test_the_walk_does_not_displace_bm25_and_denses_first(engine) -> None:  # type: ignore[no-untyped-def]
     """Under RRF (k = 60) a passage first by the question's words but absent from the walk's list falls below
-    passages both hold; the default keeps it first (``retrieval.graph_keeps_first``), after the lexical rerank
-    too. A caller's weights, or its own ``graph_weight``, are fused exactly."""
+    passages both hold; the default keeps it first (``retrieval.graph_keeps_first``). Under a caller's weights, or
+    its own ``graph_weight``, nothing is put back first."""
     index = engine.index
     plain = ids(index.search(KELP, 5, graph_weight=0.0))
     default = index.search_detailed(KELP, 5)
@@ -420,8 +424,38 @@ def test_the_walk_does_not_displace_bm25_and_denses_first(engine) -> None:  # ty
         assert ids(index.search(KELP, 5))[0] == plain[0]
     finally:
         index.settings = settings
-    # The memory query with hybrid_params is the caller's weighted RRF: its rrf_scores descend.
+    # The memory query with hybrid_params is the caller's weighted RRF (no title is named here): scores descend.
     response = engine.query(MemoryQueryRequest(query_id="q", search_text=KELP, top_k=5,
                                                hybrid_params=HybridParams(dense_weight=0, sparse_weight=1)))
     scores = [r.rrf_score for r in response.results]
     assert scores == sorted(scores, reverse=True) and response.results[0].chunk_id != plain[0]
+
+
+def test_the_head_put_back_is_the_order_without_the_walk_reranked_too(settings: StrataSettings,
+                                                                     tmp_path: Path) -> None:
+    """The passages put back first are the head of the order the search makes without the walk's list: BM25 and
+    dense fused (not BM25's first alone), and with the lexical rerank on, reranked the same way."""
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+    from retrieval.graph_fusion import GraphList
+    from retrieval.ordering import Lists, Order, first_kept
+
+    order = Order([3, 4, 0, 1, 2], {r: 1.0 / (i + 1) for i, r in enumerate([3, 4, 0, 1, 2])}, {}, "convex")
+    lists = Lists([(0, 2.0), (1, 1.0)], [(1, 0.9), (0, 0.1)], 1.0, 1.0)
+    kept = first_kept(order, [1, 0], GraphList((3, 4), 1.0, ("Seed",), keeps_first=1), lists)
+    assert kept.rows == [1, 3, 4, 0, 2] and "BM25 and dense without the graph walk" in kept.ranking
+    assert first_kept(order, [1], GraphList((), 0.0, ()), lists) is order  # no walk list: nothing to undo
+
+    files = {**CORPUS, "a.md": "Sea grass survey: a survey of sea grass, grass of the sea, which we run.\n",
+             "b.md": "A long report on coastal things, piers, boats, gulls, nets and tides asks which survey does "
+                     "the verdant society run on sea grass each year.\n"}  # the question's words as a phrase
+    question = "which survey does the Verdant Society run on sea grass"
+    reranking = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"rerank": True})})
+    index_folder(write_corpus(tmp_path / "rerank", files), reranking)
+    engine = Engine(reranking)
+    try:
+        plain = ids(engine.index.search(question, 5, graph_weight=0.0))
+        default = engine.index.search_detailed(question, 5)
+        assert default.graph_weight > 0 and ids(default.hits)[0] == plain[0] == "b.md#0000"
+    finally:
+        engine.close()

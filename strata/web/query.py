@@ -31,7 +31,8 @@ class ExplainedQuery(BaseModel):
     query_id: str
     search_text: str
     total_retrieved: int
-    ranking: str = Field(description="what ordered the results: rrf, convex (BM25 share a), or a lexical rerank")
+    ranking: str = Field(description="what ordered the results: rrf, convex (BM25 share a), or a lexical rerank, "
+                                     "and the steps after it (passages put back first or moved up by title)")
     sparse_weight: float
     dense_weight: float
     graph_weight: float = Field(0.0, description="the graph walk list's weight (0: not fused)")
