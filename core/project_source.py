@@ -15,7 +15,7 @@ import tomllib
 import types
 import typing
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, Callable, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_settings import BaseSettings, TomlConfigSettingsSource
@@ -74,13 +74,14 @@ RENAMED: dict[str, tuple[str, str]] = {
 }
 
 
-def renamed(dotted: str) -> str | None:
+def renamed(dotted: str, spell: Callable[[str], str] = lambda name: f"'{name}'") -> str | None:
     """What to tell a user who set ``dotted`` (``"retrieval.graph_vector_threshold"``), a setting renamed when its
-    meaning changed; None for any other name."""
+    meaning changed, its new name written by ``spell`` (a dotted key quoted, or an environment variable): "was
+    renamed ...: why"; None for any other name."""
     if dotted not in RENAMED:
         return None
     new, why = RENAMED[dotted]
-    return f"'{dotted}' was renamed '{new}': {why}"
+    return f"was renamed {spell(new)}: {why}"
 
 
 def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, file: Path,
@@ -94,7 +95,7 @@ def _check_and_anchor(model: type[BaseModel], data: dict[str, Any], base: Path, 
             dotted = ".".join((*prefix, key))
             hint = renamed(dotted)
             if hint:
-                raise ValueError(f"project file {file}: {hint}")
+                raise ValueError(f"project file {file}: '{dotted}' {hint}")
             close = _closest(root, dotted)
             raise ValueError(f"project file {file}: unknown setting '{dotted}'"
                              + (f" (did you mean '{close}'?)" if close else ""))

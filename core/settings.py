@@ -443,7 +443,7 @@ def unknown_env_vars(environ: dict[str, str] | None = None) -> list[tuple[str, s
     import difflib
     import os
 
-    from core.project_source import RENAMED
+    from core.project_source import RENAMED, renamed
 
     env = os.environ if environ is None else environ
     known = known_env_names() | OTHER_ENV_NAMES
@@ -452,8 +452,7 @@ def unknown_env_vars(environ: dict[str, str] | None = None) -> list[tuple[str, s
     for key in sorted(env):
         upper = key.upper()
         if upper in old_names:
-            new, why = RENAMED[old_names[upper]]
-            out.append((key, f"it was renamed {env_name(tuple(new.split('.')))}: {why}"))
+            out.append((key, "it " + str(renamed(old_names[upper], lambda new: env_name(tuple(new.split(".")))))))
         elif upper.startswith(ENV_PREFIX) and upper not in known:
             close = difflib.get_close_matches(upper, sorted(known), n=1, cutoff=0.75)
             out.append((key, f"did you mean {close[0]}?" if close else None))

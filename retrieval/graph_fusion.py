@@ -12,7 +12,7 @@
   convex and adaptive rankings the order of BM25 and dense (their convex combination) is fused with the walk's
   list by weighted RRF, the walk weighing ``graph_weight`` against 1.
 - The first ``retrieval.graph_keeps_first`` passages of BM25 and dense stay first under the default's weight
-  (:attr:`GraphList.keeps_first`, applied by :func:`retrieval.ordering.first_kept`). The walk adds passages the
+  (:func:`retrieval.ordering.first_kept`, which the search applies). The walk adds passages the
   question's words do not reach (a second hop); it does not displace the passage they reach best. RRF with
   k = 60 is nearly flat in rank, so a passage first in BM25 and dense but absent from the walk's list (its
   paragraph holds a longer term than the question's, or no entity) fell below any few passages both lists hold:
@@ -39,7 +39,6 @@ class GraphList:
     seeds: tuple[str, ...]
     vector_seeds: tuple[str, ...] = ()
     places: tuple[float, ...] = ()  # each row's place for fusion, ties sharing one (GraphWalk.places); () = 1, 2, ...
-    keeps_first: int = 0  # the other lists' first passages that stay first (retrieval.ordering.first_kept)
 
     def ranked(self) -> tuple[float, list[int], tuple[float, ...]]:
         """The list as :func:`~retrieval.fusion.weighted_rrf` takes it: (weight, rows, places)."""
@@ -83,13 +82,12 @@ def walk_ahead(walk: Any, text: str, query_vector: np.ndarray | None, depth: int
 
 def graph_list(walk: Any, text: str, given: float | None, default: float, depth: int, mask: np.ndarray | None,
                ranked: Sequence[tuple[int, float]], query_vector: np.ndarray | None = None,
-               strong: float = 1.0, ahead: WalkAhead | None = None, keeps_first: int = 0) -> GraphList:
+               strong: float = 1.0, ahead: WalkAhead | None = None) -> GraphList:
     """The graph list of a search (``walk``: the generation's :class:`~retrieval.graph_walk.GraphWalk` or None;
     ``given``: the caller's ``graph_weight``; ``ranked``: the other lists' order, whose top passages seed the
     walk when no entity of the question does; ``query_vector``: the question's vector, to link entities by;
     ``strong``: see :func:`default_weight`; ``ahead``: the walk made while the dense list ranked, used when it
-    was linked with this same ``query_vector``; ``keeps_first``: how many of ``ranked``'s first passages stay
-    first, given under the default's weight only: a caller's ``graph_weight`` is fused exactly)."""
+    was linked with this same ``query_vector``)."""
     if walk is None or given == 0:
         return NO_GRAPH
     if ahead is not None and ahead.vector is not query_vector:
@@ -103,8 +101,7 @@ def graph_list(walk: Any, text: str, given: float | None, default: float, depth:
     else:
         rows = walk.rank(link, depth, mask, [row for row, _ in ranked])
     order = tuple(row for row, _ in rows)
-    return GraphList(order, weight, link.names, link.by_vector, walk.places(link, order),
-                     keeps_first if given is None else 0)
+    return GraphList(order, weight, link.names, link.by_vector, walk.places(link, order))
 
 
 def fuse_graph(ranked: Sequence[tuple[int, float]], fused: Sequence[tuple[int, float]], graph: GraphList,

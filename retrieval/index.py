@@ -247,16 +247,19 @@ class ChunkIndex:
         ranked, fused, ranking = two_lists(text, lists, fusion or s.fusion, explicit, rrf_k, s.convex_alpha)
         walk = graph_list(self.graph_walk, text, graph_weight, s.graph_weight, depth, mask, ranked,
                           self._link_vector(text, lists, q_lang, graph_weight), s.graph_vector_strong_score,
-                          lists.ahead, 0 if explicit else s.graph_keeps_first)
+                          lists.ahead)
         order = with_walk(lists, ranked, fused, ranking, walk, rrf_k)
-        base = [row for row, _ in ranked[:walk.keeps_first]]  # the order's head without the walk's list
+        # The head of the order without the walk's list, put back first under the default (a caller's weights
+        # are fused as given).
+        first = s.graph_keeps_first if not explicit and graph_weight is None else 0
+        head = [row for row, _ in ranked[:first]]
         if s.rerank:  # a query in an undetermined language is tokenized in the corpus's
             terms = lambda t: self.tokenizer(t, self.query_language(t))  # noqa: E731
             order = reranked(text, order, self.rows, terms, s)
-            if walk.keeps_first and walk.rows:
-                base = reranked(text, with_walk(lists, ranked, fused, ranking, NO_GRAPH, rrf_k), self.rows, terms,
-                                s).rows[:walk.keeps_first]
-        order = first_kept(order, base, walk, lists)
+            if head and walk.rows:
+                head = reranked(text, with_walk(lists, ranked, fused, ranking, NO_GRAPH, rrf_k), self.rows, terms,
+                                s).rows[:first]
+        order = first_kept(order, head, walk, lists)
         hops: list[Hop] = []
         titles = getattr(self.graph_walk, "titles", None)
         if walk.weight > 0 and walk.rows and titles is not None and s.hop_links > 0:

@@ -93,10 +93,10 @@ def reranked(text: str, order: Order, rows: Sequence[IndexedChunk], terms: Calla
 
 
 def first_kept(order: Order, head: Sequence[int], walk: GraphList, lists: Lists) -> Order:
-    """``head`` (the first ``walk.keeps_first`` rows of the order the search makes without the walk's list: BM25
-    and dense fused, and reranked when the rerank is on) put back first, the rest in ``order``'s: the walk's list
-    adds passages, it does not displace the ones the question's words reach best (``retrieval.graph_keeps_first``)."""
-    first = [row for row in head[:walk.keeps_first] if row in order.score]
+    """``head`` (the first ``retrieval.graph_keeps_first`` rows of the order the search makes without the walk's
+    list: BM25 and dense fused, and reranked when the rerank is on) put back first, the rest in ``order``'s: the
+    walk's list adds passages, it does not displace the ones the question's words reach best."""
+    first = [row for row in head if row in order.score]
     if not walk.rows or order.rows[:len(first)] == first:
         return order
     taken = set(first)

@@ -442,7 +442,7 @@ def test_the_head_put_back_is_the_order_without_the_walk_reranked_too(settings: 
 
     order = Order([3, 4, 0, 1, 2], {r: 1.0 / (i + 1) for i, r in enumerate([3, 4, 0, 1, 2])}, {}, "convex")
     lists = Lists([(0, 2.0), (1, 1.0)], [(1, 0.9), (0, 0.1)], 1.0, 1.0)
-    kept = first_kept(order, [1, 0], GraphList((3, 4), 1.0, ("Seed",), keeps_first=1), lists)
+    kept = first_kept(order, [1], GraphList((3, 4), 1.0, ("Seed",)), lists)
     assert kept.rows == [1, 3, 4, 0, 2] and "BM25 and dense without the graph walk" in kept.ranking
     assert first_kept(order, [1], GraphList((), 0.0, ()), lists) is order  # no walk list: nothing to undo
 
