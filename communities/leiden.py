@@ -208,15 +208,11 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
                           previous: Sequence[Community], touched: set[str]) -> list[Community]:
     """Update a previous hierarchy after a change, keeping every community the change did not reach.
 
-    At each level, inside each community being split, each previous community whose members all lie in it keeps
-    its untouched members together, its core: each connected part of the core is contracted into one weighted
-    node (internal edges become self-loops, so modularity is measured exactly as on the expanded graph), and its
-    touched members start beside it as nodes of their own with its label. Leiden runs on that small graph from the previous labels, so a
-    touched entity can move and the rest of its community stays as it was: a hub that one edited passage
-    mentions leaves each of its communities whole, instead of every community on its way up the hierarchy being
-    split anew. A core without touched members that comes out alone is kept with its whole subtree, id and
-    report; any other group is expanded and split again at the next level the same way (its previous
-    sub-communities' cores stay whole there too), and takes its previous id when its members are the same.
+    At each level, inside each community being split, the previous communities whose members all still exist
+    and include no touched entity are contracted into single weighted nodes (internal edges become self-loops,
+    so modularity is measured exactly as on the expanded graph) and Leiden runs on that small graph, starting
+    from the previous labels. A contracted community that comes out alone is kept with its whole subtree, id and
+    report; one that absorbed other nodes or merged with another is expanded and split again like any new one.
     """
     g = build_graph(nodes, edges)
     index = {name: i for i, name in enumerate(g.vs["name"])}
@@ -239,35 +235,26 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
     while frontier:
         members, level, parent = frontier.pop(0)
         candidates = sorted({owner[(level, e)] for e in members if (level, e) in owner})
-        # The previous communities wholly inside this region, and the untouched members of each (its core).
-        whole = {cid for cid in candidates if set(by_id[cid].entity_ids) <= members}
-        core_of = {e: cid for cid in whole for e in by_id[cid].entity_ids if e not in touched}
-        sub = g.induced_subgraph(sorted(index[e] for e in members))
-        names = sub.vs["name"]
-        # A core is contracted by its connected parts (without a touched hub its leaves may not be connected);
-        # every other member (touched or new) stays a vertex of its own.
-        root = list(range(len(names)))
-
-        def find(v: int) -> int:
-            while root[v] != v:
-                root[v] = root[root[v]]
-                v = root[v]
-            return v
-
-        for a, b in sub.get_edgelist():
-            if core_of.get(names[a]) is not None and core_of.get(names[a]) == core_of.get(names[b]):
-                root[find(a)] = find(b)
-        vertex_of: dict[int, int] = {}
-        mapping = [vertex_of.setdefault(find(v), len(vertex_of)) for v in range(len(names))]
-        parts: list[list[str]] = [[] for _ in vertex_of]
-        for v, name in enumerate(names):
-            parts[mapping[v]].append(name)
-        if len(parts) < 2 and not core_of:
+        frozen = [by_id[cid] for cid in candidates
+                  if set(by_id[cid].entity_ids) <= members and not (set(by_id[cid].entity_ids) & touched)]
+        # Contract: each frozen community becomes one vertex; every other member stays a vertex of its own.
+        group_of: dict[str, int] = {}
+        labels: list[str] = []
+        for c in sorted(frozen, key=lambda c: c.id):
+            for e in c.entity_ids:
+                group_of[e] = len(labels)
+            labels.append(c.id)
+        for e in sorted(members - set(group_of)):
+            group_of[e] = len(labels)
+            labels.append(e)
+        if len(labels) < 2 and not frozen:
             continue
+        sub = g.induced_subgraph(sorted(index[e] for e in members))
+        mapping = [group_of[name] for name in sub.vs["name"]]
         sub.contract_vertices(mapping, combine_attrs="first")
         sub.simplify(multiple=True, loops=False, combine_edges={"weight": "sum"})
-        # Every part starts with its previous community (a touched member too): the same key, that community's id.
-        initial_keys = [core_of.get(p[0]) or owner.get((level, p[0]), "\x00" + p[0]) for p in parts]
+        frozen_by_id = {c.id: c for c in frozen}
+        initial_keys = [lab if lab in frozen_by_id else owner.get((level, lab), "\x00" + lab) for lab in labels]
         ids: dict[str, int] = {}
         initial = [ids.setdefault(k, len(ids)) for k in initial_keys]
         # leidenalg measures modularity with self-loops as on the expanded graph (igraph's built-in Leiden does
@@ -276,20 +263,21 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
         groups: dict[int, list[int]] = {}
         for v, label in enumerate(membership):
             groups.setdefault(label, []).append(v)
-        if level > 0 and len(groups) <= 1 and not core_of:
+        if level > 0 and len(groups) <= 1 and not frozen:
             continue
         for label in sorted(groups, key=lambda k: min(groups[k])):
-            found = sorted(e for v in groups[label] for e in parts[v])
-            if len(found) < 2:
+            verts = groups[label]
+            if len(verts) == 1 and labels[verts[0]] in frozen_by_id:
+                keep_subtree(frozen_by_id[labels[verts[0]]], parent)
                 continue
-            same = by_id.get(core_of.get(found[0], ""))
-            if same is not None and tuple(found) == tuple(sorted(same.entity_ids)) and not touched & set(found):
-                keep_subtree(same, parent)  # an untouched community, whole and alone
+            names = sorted(e for v in verts for e in (
+                frozen_by_id[labels[v]].entity_ids if labels[v] in frozen_by_id else (labels[v],)))
+            if len(names) < 2:
                 continue
-            cid = community_id(level, found)
-            out.append(Community(cid, level, parent, tuple(found)))
-            if len(found) > settings.max_cluster_size and level + 1 < settings.max_levels:
-                frontier.append((set(found), level + 1, cid))
+            cid = community_id(level, names)
+            out.append(Community(cid, level, parent, tuple(names)))
+            if len(names) > settings.max_cluster_size and level + 1 < settings.max_levels:
+                frontier.append((set(names), level + 1, cid))
     return out
 
 
