@@ -263,8 +263,8 @@ def incremental_hierarchy(nodes: Sequence[str], edges: Sequence[WeightedEdge], s
         groups: dict[int, list[int]] = {}
         for v, label in enumerate(membership):
             groups.setdefault(label, []).append(v)
-        if level > 0 and len(groups) <= 1 and not frozen:
-            continue
+        if level > 0 and len(groups) <= 1:
+            continue  # Leiden cannot split this community further (as in hierarchical_leiden): no child equal to it.
         for label in sorted(groups, key=lambda k: min(groups[k])):
             verts = groups[label]
             if len(verts) == 1 and labels[verts[0]] in frozen_by_id:

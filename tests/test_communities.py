@@ -83,6 +83,25 @@ def test_incremental_update_keeps_untouched_communities() -> None:
     assert {e for c in after if c.level == 0 for e in c.entity_ids} == {e.id for e in snap.entities}
 
 
+def test_an_incremental_update_makes_no_sub_community_equal_to_its_parent() -> None:
+    # Six entities all linked to each other: no split of them is better than none. The previous hierarchy split
+    # them in two at the next level (as an earlier graph may have); one member is described anew. Leiden keeps
+    # the six together at both levels, and the untouched half, contracted, must not come out as a child holding
+    # all six, which a full run never makes.
+    nodes = list("abcdef")
+    snap = GraphSnapshot(tuple(Entity(n, n, "name", n + ("+" if n == "d" else ""), ("x",)) for n in nodes),
+                         tuple(Relation(f"r{x}{y}", x, y, "", ("x",)) for i, x in enumerate(nodes) for y in nodes[i + 1:]))
+    s = CommunitySettings(max_cluster_size=2, max_levels=4)
+    previous = [Community("P", 0, None, tuple(nodes)), Community("X", 1, "P", tuple("abc")),
+                Community("Y", 1, "P", tuple("def"))]
+    after = detect_communities(snap, s, previous, {"d"})
+    by_id = {c.id: c for c in after}
+    assert [c.entity_ids for c in after if c.level == 0] == [tuple(nodes)]
+    assert not [c for c in after if c.parent_id and set(c.entity_ids) == set(by_id[c.parent_id].entity_ids)]
+    assert after == [Community("P", 0, None, tuple(nodes))]
+    assert [c.entity_ids for c in detect_communities(snap, s)] == [tuple(nodes)]
+
+
 def _edited(snap: GraphSnapshot, ids: set[str]) -> GraphSnapshot:
     return GraphSnapshot(tuple(Entity(e.id, e.name, e.type, e.description + " (edited)" if e.id in ids else e.description,
                                       e.chunk_ids) for e in snap.entities), snap.relations)
