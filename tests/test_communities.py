@@ -238,3 +238,70 @@ def test_a_chinese_communitys_report_title_joins_its_names_with_no_english_words
     ctx = GraphIndex(snap).context(Community("c", 0, None, ("s", "w", "h")))
     title = ExtractiveReportWriter(CommunitySettings(), chunks).write(ctx).title
     assert "工作节点" in title and not re.search(r"[A-Za-z]", title), title
+
+
+def test_incremental_updates_of_random_graphs_give_valid_hierarchies() -> None:
+    # Random planted graphs, a hierarchy from a full run, then a random edit (entities added and deleted, links
+    # added and dropped, descriptions changed) and the incremental update; three edits in a row. Every result is a
+    # hierarchy a full run could give: ids unique, each entity in at most one community per level, every
+    # linked entity at the first level, each child inside its parent one level up and smaller than it.
+    import random
+    from dataclasses import replace
+
+    from communities.leiden import changed_entities, entity_signatures
+
+    def link(a: str, b: str) -> Relation:
+        a, b = sorted((a, b))
+        return Relation(f"r_{a}_{b}", a, b, "", ("x",))
+
+    def check(comms: list[Community], snap: GraphSnapshot, s: CommunitySettings) -> None:
+        by_id = {c.id: c for c in comms}
+        assert len(by_id) == len(comms)
+        seen: set[tuple[int, str]] = set()
+        for c in comms:
+            assert len(c.entity_ids) >= 2 and c.level < s.max_levels
+            assert not {(c.level, e) for e in c.entity_ids} & seen
+            seen |= {(c.level, e) for e in c.entity_ids}
+            if c.parent_id is None:
+                assert c.level == 0
+            else:
+                parent = by_id[c.parent_id]
+                assert parent.level == c.level - 1 and set(c.entity_ids) < set(parent.entity_ids)
+        linked = {e for r in snap.relations for e in (r.source_id, r.target_id)}
+        assert linked <= {e for level, e in seen if level == 0}
+
+    for trial in range(40):
+        rng = random.Random(trial)
+        s = CommunitySettings(max_cluster_size=rng.randint(3, 12), max_levels=rng.randint(2, 4))
+        ids = [f"e{i:03d}" for i in range(rng.randint(12, 80))]
+        group = {e: rng.randrange(rng.randint(2, 6)) for e in ids}
+        rels = {r.id: r for i, a in enumerate(ids) for b in ids[i + 1:]
+                if rng.random() < (0.4 if group[a] == group[b] else 0.02) for r in [link(a, b)]}
+        snap = GraphSnapshot(tuple(Entity(e, e, "name", "d", ("c",)) for e in ids), tuple(rels.values()))
+        comms = detect_communities(snap, s)
+        check(comms, snap, s)
+        for _ in range(3):
+            ents, rels = {e.id: e for e in snap.entities}, {r.id: r for r in snap.relations}
+            for _ in range(rng.randint(1, 6)):
+                op, names = rng.choice(["add", "delete", "link", "unlink", "describe"]), sorted(ents)
+                if op == "add":
+                    e = f"n{len(ents) + rng.randrange(10**6):07d}"
+                    ents[e] = Entity(e, e, "name", "new", ("n",))
+                    for b in rng.sample(names, min(len(names), rng.randint(0, 4))):
+                        rels[link(e, b).id] = link(e, b)
+                elif op == "delete" and len(names) > 5:
+                    e = rng.choice(names)
+                    del ents[e]
+                    rels = {k: r for k, r in rels.items() if e not in (r.source_id, r.target_id)}
+                elif op == "link":
+                    a, b = rng.sample(names, 2)
+                    rels[link(a, b).id] = link(a, b)
+                elif op == "unlink" and rels:
+                    del rels[rng.choice(sorted(rels))]
+                elif op == "describe":
+                    e = rng.choice(names)
+                    ents[e] = replace(ents[e], description=ents[e].description + "+")
+            new = GraphSnapshot(tuple(ents[k] for k in sorted(ents)), tuple(rels[k] for k in sorted(rels)))
+            comms = detect_communities(new, s, comms, changed_entities(entity_signatures(snap), entity_signatures(new)))
+            snap = new
+            check(comms, snap, s)
