@@ -133,6 +133,7 @@ class ChunkIndex:
         replaced = [self.by_id[c.id] for c in chunks if c.id in self.by_id]
         self.bm25.delete(replaced)
         counts = self.language_counts().copy()
+        embedded: list[np.ndarray] = []  # appended to the matrix once: each append copies the whole matrix
         for start in range(0, len(chunks), batch):
             part = chunks[start:start + batch]
             langs = [detect_language(c.text) for c in part]
@@ -142,7 +143,7 @@ class ChunkIndex:
             rows = self.bm25.add(self.tokenizer(indexed_text(c), lang) for c, lang in zip(part, langs))
             embedding = self.vectors is not None and self.embedder is not None
             if embedding:  # progress chunk by chunk as the embedder goes (it is most of a build's time)
-                self.vectors.add(chunk_vectors(self.embedder, self.vector_cache, part, on_progress))  # type: ignore[union-attr]
+                embedded.append(chunk_vectors(self.embedder, self.vector_cache, part, on_progress))  # type: ignore[union-attr]
             for row, c, lang in zip(rows, part, langs):
                 self.rows.append(IndexedChunk(c.id, c.document_id, c.text, c.source, row_fields(c), lang))
                 self.by_id[c.id] = row
@@ -150,6 +151,8 @@ class ChunkIndex:
                 on_progress(len(part))
         self.bm25.commit()
         if self.vectors is not None:
+            if embedded:
+                self.vectors.add(np.concatenate(embedded))
             self.vectors.build_ann()
 
     def _sync_plan(self, chunks: Sequence[Chunk]) -> tuple[list[int], list[Chunk]]:
@@ -392,9 +395,7 @@ class ChunkIndex:
         self.bm25 = self.bm25.compact(live)
         self.sparse = SparseEngine(self.tokenizer, self.bm25, self.query_language)
         if self.vectors is not None:
-            self.vectors.matrix = self.vectors.matrix[live]
-            self.vectors._hnsw, self.vectors._hnsw_rows = None, 0  # row numbers changed: rebuild the graph
-            self.vectors.build_ann()
+            self.vectors.reorder(live)  # the graph keeps its labels; rows left out are marked deleted in it
         self.rows = [self.rows[i] for i in live]
         self.by_id = {r.chunk_id: i for i, r in enumerate(self.rows)}
         self._columns = None

@@ -6,18 +6,23 @@ after truncation. A filter that keeps at most ``EXACT_ROWS`` rows is answered ex
 both faster and exact there. Otherwise a filtered query searches the graph deep enough for the filter's share
 of rows (k * n / allowed, twice over) and keeps the allowed ones; when that depth would be large, or still
 leaves fewer than k, the graph is searched with the filter inside (hnswlib calls back for each candidate).
+
+The graph's labels are not row numbers: ``_labels`` maps each row to its label. When rows are dropped or put in
+another order (:meth:`VectorIndex.reorder`, as a reindex does), the dropped rows' labels are marked deleted and the
+graph is kept, so a small change to a large index costs its new vectors, not a new graph. Once deleted labels make
+up more than ``REBUILD_DELETED`` of the graph it is built again from the live rows. The graph therefore depends on
+the index's history (which rows came and went); the rows, their order and exact search do not.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
-
 import numpy as np
 
 
 EXACT_ROWS = 20_000  # a filter keeping at most this many rows is searched exactly (about 3 ms at 384 dims)
 MAX_DEPTH = 1000  # deepest unfiltered search made for a filtered query before filtering inside the graph
+REBUILD_DELETED = 0.25  # share of the graph's labels deleted above which it is built again from the live rows
 _BLOCK = 1024  # rows gathered at a time for an exact filtered search (stays in cache, no large temporary)
 
 
@@ -29,6 +34,9 @@ class VectorIndex:
         self.hnsw_threshold, self.m, self.ef_construction, self.ef_search = hnsw_threshold, m, ef_construction, ef_search
         self._hnsw = None  # hnswlib.Index over rows [0, _hnsw_rows)
         self._hnsw_rows = 0
+        self._labels = np.zeros(0, np.int64)  # the graph's label of each row in [0, _hnsw_rows)
+        self._row_of = np.zeros(0, np.int64)  # the row of each label; -1 for a deleted one
+        self._deleted = 0  # labels marked deleted in the graph
 
     def add(self, vectors: np.ndarray) -> range:
         if vectors.ndim != 2 or vectors.shape[1] != self.dim:
@@ -40,7 +48,7 @@ class VectorIndex:
     def build_ann(self, threads: int = 2) -> None:
         """Build (or extend) the HNSW graph when the collection is above the threshold."""
         n = self.matrix.shape[0]
-        if n < self.hnsw_threshold or self._hnsw_rows == n:
+        if n < self.hnsw_threshold or (self._hnsw is not None and self._hnsw_rows == n):
             return
         import hnswlib
 
@@ -48,11 +56,44 @@ class VectorIndex:
             self._hnsw = hnswlib.Index(space="ip", dim=self.dim)
             self._hnsw.init_index(max_elements=int(n * 1.25) + 1, ef_construction=self.ef_construction, M=self.m,
                                   random_seed=7)
-        elif self._hnsw.get_max_elements() < n:
-            self._hnsw.resize_index(int(n * 1.25) + 1)
-        self._hnsw.add_items(self.matrix[self._hnsw_rows:n], np.arange(self._hnsw_rows, n), num_threads=threads)
+            self._hnsw_rows, self._labels, self._deleted = 0, np.zeros(0, np.int64), 0
+        first = int(self._hnsw.get_current_count())  # labels are never reused: deleted ones stay in the graph
+        new = np.arange(first, first + n - self._hnsw_rows, dtype=np.int64)
+        if self._hnsw.get_max_elements() < first + new.size:
+            self._hnsw.resize_index(int((first + new.size) * 1.25) + 1)
+        self._hnsw.add_items(self.matrix[self._hnsw_rows:n], new, num_threads=threads)
         self._hnsw.set_ef(self.ef_search)
+        self._labels = np.concatenate([self._labels, new])
         self._hnsw_rows = n
+        self._index_labels()
+
+    def _index_labels(self) -> None:
+        self._row_of = np.full(int(self._hnsw.get_current_count()), -1, np.int64)
+        self._row_of[self._labels] = np.arange(self._labels.size)
+
+    def reorder(self, order: np.ndarray) -> None:
+        """Keep only rows ``order`` (old row numbers, each at most once), in that order. The graph is kept: the
+        rows left out are marked deleted in it, unless that leaves too many deleted or too few rows for a graph,
+        and then it is built again (or dropped) as a fresh build would."""
+        order = np.asarray(order, dtype=np.int64)
+        if self._hnsw is not None and self._hnsw_rows != self.matrix.shape[0]:
+            self.build_ann()  # every row in the graph before its labels move
+        self.matrix = self.matrix[order]
+        if self._hnsw is None:
+            self.build_ann()
+            return
+        dead = np.ones(self._labels.size, bool)
+        dead[order] = False
+        for label in self._labels[dead]:
+            self._hnsw.mark_deleted(int(label))
+        self._deleted += int(dead.sum())
+        self._labels = self._labels[order]
+        self._hnsw_rows = order.size
+        if order.size < self.hnsw_threshold or self._deleted > REBUILD_DELETED * (self._deleted + order.size):
+            self._hnsw, self._hnsw_rows, self._labels, self._deleted = None, 0, np.zeros(0, np.int64), 0
+            self.build_ann()
+        else:
+            self._index_labels()
 
     def exact_top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         n = self.matrix.shape[0]
@@ -102,38 +143,53 @@ class VectorIndex:
         # the vectors lie keeps about ``allowed / n`` of them, so twice k * n / allowed is ample; a filter that
         # excludes the query's whole neighbourhood leaves too few, and then the graph is searched again with
         # the filter inside (slower per candidate, but complete).
-        depth = max(k, int(2 * k * n / allowed))
+        depth = min(n, max(k, int(2 * k * n / allowed)))
         if depth <= MAX_DEPTH:
             hits = [(r, s) for r, s in self._knn(q, depth) if mask[r]]
             if len(hits) >= k:
                 return hits[:k]
-        return self._knn(q, min(k, allowed), lambda i: bool(mask[i]))
+        return self._knn(q, min(k, allowed), mask)
 
-    def _knn(self, q: np.ndarray, k: int, keep: Callable[[int], bool] | None = None) -> list[tuple[int, float]]:
+    def _knn(self, q: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The graph's k nearest rows (among ``mask``'s). When the graph cannot reach k of them (hnswlib stops
+        short, as it can with many rows filtered out or deleted) the search is made exactly instead."""
         self._hnsw.set_ef(max(self.ef_search, k))
-        labels, dists = self._hnsw.knn_query(q, k=k, num_threads=1, filter=keep)
-        return [(int(l), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
+        row_of = self._row_of
+        inside = None if mask is None else (lambda label: bool(mask[row_of[label]]))
+        try:
+            labels, dists = self._hnsw.knn_query(q, k=k, num_threads=1, filter=inside)
+        except RuntimeError:  # "Cannot return the results in a contiguous 2D array": fewer than k reached
+            return self.exact_top(q, k, mask)
+        return [(int(row_of[l]), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
 
     def save(self, folder: Path) -> None:
         np.save(folder / "vectors.npy", self.matrix, allow_pickle=False)
         if self._hnsw is not None and self._hnsw_rows == self.matrix.shape[0]:
             self._hnsw.save_index(str(folder / "hnsw.bin"))
+            np.save(folder / "hnsw_labels.npy", self._labels, allow_pickle=False)
 
     @classmethod
     def load(cls, folder: Path, dim: int, hnsw_threshold: int = 50_000) -> "VectorIndex":
         """The vectors saved in ``folder``. With their HNSW graph (above ``hnsw_threshold`` rows) the matrix is
         memory-mapped: the graph answers, and only a filtered search that keeps few rows reads some of them (an
-        append or a compaction makes a new array, so the file is never written through the map)."""
+        append or a compaction makes a new array, so the file is never written through the map). The graph's
+        labels come from ``hnsw_labels.npy`` (an index saved without it numbered its graph by row)."""
         idx = cls(dim, hnsw_threshold)
         matrix = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
         path = folder / "hnsw.bin"
         if path.exists() and matrix.shape[0] >= hnsw_threshold:
             import hnswlib
 
+            n = matrix.shape[0]
+            labels_path = folder / "hnsw_labels.npy"
+            labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else np.arange(n, dtype=np.int64)
             ann = hnswlib.Index(space="ip", dim=dim)
-            ann.load_index(str(path), max_elements=int(matrix.shape[0] * 1.25) + 1)
-            if ann.get_current_count() == matrix.shape[0]:
+            ann.load_index(str(path))
+            count = int(ann.get_current_count())
+            if labels.shape == (n,) and (labels_path.exists() or count == n) and (n == 0 or labels.max() < count):
                 ann.set_ef(idx.ef_search)
-                idx._hnsw, idx._hnsw_rows = ann, matrix.shape[0]
+                idx._hnsw, idx._hnsw_rows, idx._labels = ann, n, labels.astype(np.int64)
+                idx._deleted = count - n
+                idx._index_labels()
         idx.matrix = matrix if idx._hnsw is not None else np.array(matrix)
         return idx

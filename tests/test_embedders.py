@@ -145,3 +145,57 @@ def test_vectors_with_their_hnsw_graph_load_memory_mapped_and_answer_alike(tmp_p
     small = VectorIndex.load(tmp_path, 32, hnsw_threshold=10**6)  # below it: exact, in memory
     assert not isinstance(small.matrix, np.memmap) and small._hnsw is None
     assert [r for r, _ in small.top(data[7], 3)][0] == 7
+
+
+def test_dropping_and_reordering_rows_keeps_the_hnsw_graph_and_answers_by_row(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reindex drops some rows and renumbers the rest: the graph is kept (the dropped rows' labels are marked
+    deleted), answers name the new rows, a dropped row is never returned, rows added after it are found, and all
+    of it survives a save and a load. Deleting more than a quarter of the graph builds it again."""
+    from retrieval import vectors
+    from retrieval.vectors import VectorIndex
+
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 100)  # this small collection stands in for a large one
+    rng = np.random.default_rng(11)
+    data = rng.normal(size=(2000, 32)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    idx = VectorIndex(32, hnsw_threshold=1000)
+    idx.add(data)
+    idx.build_ann()
+    graph = idx._hnsw
+    order = rng.permutation(2000)[:1900]  # 100 rows dropped, the rest shuffled
+    idx.reorder(order)
+    assert idx._hnsw is graph and idx._deleted == 100
+    assert np.array_equal(idx.matrix, data[order])
+    dropped = np.setdiff1d(np.arange(2000), order)
+    for new_row in (0, 5, 1899):
+        assert idx.top(data[order[new_row]], 1)[0][0] == new_row  # a row's own vector finds it, by its new number
+    for old in dropped[:20]:
+        hits = [r for r, _ in idx.top(data[old], 10)]
+        assert len(hits) == 10 and all(0 <= r < 1900 and order[r] != old for r in hits)  # never a dropped row
+    extra = rng.normal(size=(50, 32)).astype(np.float32)
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    idx.add(extra)
+    idx.build_ann()
+    assert idx._hnsw is graph and idx._hnsw_rows == 1950
+    assert idx.top(extra[7], 1)[0][0] == 1907
+    mask = np.zeros(1950, bool)
+    mask[1900:] = True
+    mask[rng.integers(0, 1900, 30)] = True  # few rows: exact
+    assert idx.top(extra[3], 3, mask)[0][0] == 1903
+    idx.save(tmp_path)
+    loaded = VectorIndex.load(tmp_path, 32, hnsw_threshold=1000)
+    assert loaded._hnsw is not None and loaded._deleted == 100
+    for q in list(data[order[:5]]) + list(extra[:5]):
+        assert loaded.top(q, 10) == idx.top(q, 10)
+    wide = np.zeros(1950, bool)
+    wide[::3] = True  # a third of the rows: the graph searched deeper, or with the filter inside
+    for q in extra[:5]:
+        hits = loaded.top(q, 10, wide)
+        assert len(hits) == 10 and all(wide[r] for r, _ in hits)
+    loaded.reorder(np.arange(1300))  # 650 more dropped: past REBUILD_DELETED, built again from the live rows
+    assert loaded._hnsw is not None and loaded._deleted == 0 and int(loaded._hnsw.get_current_count()) == 1300
+    assert vectors.REBUILD_DELETED * 2050 < 750
+    assert loaded.top(data[order[42]], 1)[0][0] == 42
+    loaded.reorder(np.arange(900))  # below the threshold: no graph, exact search
+    assert loaded._hnsw is None and loaded.top(data[order[42]], 1)[0][0] == 42

@@ -143,3 +143,37 @@ def test_embedding_reports_progress_chunk_by_chunk() -> None:
     steps.clear()
     idx.add(many[:60], on_progress=steps.append)  # 40 cached, 20 embedded
     assert steps == [40, 5, 5, 5, 5]
+
+
+def test_a_reindex_of_a_large_index_keeps_its_hnsw_graph_and_finds_chunks_by_their_new_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above ``hnsw_threshold`` a sync that deletes, edits and adds chunks keeps the vectors' graph (it does not
+    build it again), and dense search through it finds each chunk under its new row, before and after a save."""
+    from retrieval import vectors
+
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 10)  # this small index stands in for a large one
+    settings = RetrievalSettings(embedder="hashing", hnsw_threshold=200)
+    words = [f"w{i:03d}" for i in range(400)]
+    rng = np.random.default_rng(2)
+
+    def chunk(doc: str, text: str) -> Chunk:
+        return Chunk(f"{doc}#0000", doc, 0, text, 0, len(text), 12, f"{doc}.md", doc, {})
+
+    docs = {f"d{i:03d}": " ".join(rng.choice(words, 12)) for i in range(300)}
+    idx = ChunkIndex(settings)
+    idx.add([chunk(d, t) for d, t in sorted(docs.items())])
+    graph = idx.vectors._hnsw
+    assert graph is not None
+    for gone in ("d003", "d150", "d299"):
+        del docs[gone]
+    docs["d010"] = " ".join(rng.choice(words, 12))  # edited
+    docs["d100a"] = " ".join(rng.choice(words, 12))  # added between two kept rows
+    assert idx.sync([chunk(d, t) for d, t in sorted(docs.items())]) == (2, 4)
+    assert idx.vectors._hnsw is graph and [r.chunk_id for r in idx.rows] == [f"{d}#0000" for d in sorted(docs)]
+    idx.save(tmp_path / "idx")
+    loaded = ChunkIndex.load(tmp_path / "idx", settings)
+    assert loaded.vectors._hnsw is not None
+    for d in ("d000", "d010", "d100a", "d101", "d298"):
+        for served in (idx, loaded):
+            hits = served.search(docs[d], 3, dense_weight=1.0, sparse_weight=0.0, graph_weight=0.0)
+            assert hits[0].chunk_id == f"{d}#0000"
