@@ -12,6 +12,7 @@ from retrieval.embed import HashingEmbedder, OpenAIEmbedder, minilm_available
 from retrieval.fusion import adapt_weights, convex_combination
 from retrieval.index import ChunkIndex
 from retrieval.vector_cache import VectorCache
+from retrieval.vectors import VectorIndex
 from core.records import Chunk
 from core.settings import RetrievalSettings
 from tests.llm_server import FakeLLMServer
@@ -121,17 +122,26 @@ def test_hnsw_above_threshold_answers_filtered_queries_completely(monkeypatch: p
     assert sorted(r for r, _ in idx.top(q, 10, small)) == [5, 6, 7]
 
 
+def unit_rows(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
+    data = rng.normal(size=(n, dim)).astype(np.float32)
+    return data / np.linalg.norm(data, axis=1, keepdims=True)
+
+
+def graph_index(data: np.ndarray) -> VectorIndex:
+    """``data`` in a vector index with its HNSW graph built (the threshold is below its size)."""
+    idx = VectorIndex(data.shape[1], hnsw_threshold=1000)
+    idx.add(data)
+    idx.build_ann()
+    return idx
+
+
 def test_vectors_with_their_hnsw_graph_load_memory_mapped_and_answer_alike(tmp_path: Path) -> None:
     """Above the threshold the loaded matrix stays on disk (the graph answers); below it, it is read into memory.
     Either way the answers are those before the save, and rows appended after the load go to a new array."""
     from retrieval.vectors import VectorIndex
 
-    rng = np.random.default_rng(5)
-    data = rng.normal(size=(1500, 32)).astype(np.float32)
-    data /= np.linalg.norm(data, axis=1, keepdims=True)
-    idx = VectorIndex(32, hnsw_threshold=1000)
-    idx.add(data)
-    idx.build_ann()
+    data = unit_rows(np.random.default_rng(5), 1500)
+    idx = graph_index(data)
     idx.save(tmp_path)
     mask = np.zeros(1500, bool)
     mask[:40] = True  # few rows: searched exactly, through the map
@@ -157,11 +167,8 @@ def test_dropping_and_reordering_rows_keeps_the_hnsw_graph_and_answers_by_row(tm
 
     monkeypatch.setattr(vectors, "EXACT_ROWS", 100)  # this small collection stands in for a large one
     rng = np.random.default_rng(11)
-    data = rng.normal(size=(2000, 32)).astype(np.float32)
-    data /= np.linalg.norm(data, axis=1, keepdims=True)
-    idx = VectorIndex(32, hnsw_threshold=1000)
-    idx.add(data)
-    idx.build_ann()
+    data = unit_rows(rng, 2000)
+    idx = graph_index(data)
     graph = idx._hnsw
     order = rng.permutation(2000)[:1900]  # 100 rows dropped, the rest shuffled
     idx.reorder(order)
@@ -173,8 +180,7 @@ def test_dropping_and_reordering_rows_keeps_the_hnsw_graph_and_answers_by_row(tm
     for old in dropped[:20]:
         hits = [r for r, _ in idx.top(data[old], 10)]
         assert len(hits) == 10 and all(0 <= r < 1900 and order[r] != old for r in hits)  # never a dropped row
-    extra = rng.normal(size=(50, 32)).astype(np.float32)
-    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    extra = unit_rows(rng, 50)
     idx.add(extra)
     idx.build_ann()
     assert idx._hnsw is graph and idx._hnsw_rows == 1950
