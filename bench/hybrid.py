@@ -1,6 +1,7 @@
 """Hybrid query latency (BM25 + vectors + weighted RRF + a metadata filter) at 100k and 1M chunks.
 
     python -m bench.hybrid [--sizes 100000 1000000] [--hnsw-sizes 200000] [--queries 200] [--graph-sizes 100000]
+                           [--reindex-sizes 100000]
 
 Chunks are synthetic and seeded: BM25 term ids as in bench.bm25, 384-d unit vectors of low intrinsic dimension
 (LatentTopics below; uniform random vectors make every HNSW look broken), and a ``team`` field with ten values,
@@ -16,8 +17,11 @@ word BM25 does not index), so the walk is seeded by name and by vector. Its 20,0
 above ``retrieval.entity_hnsw_threshold``, so the nearest entities come from their HNSW graph, as a generation
 serves them; the share of queries whose vector-linked seeds equal those of exact search is printed beside the
 times. There each chunk is a titled document whose text names two others by title, so the "with" side also runs
-the second hop by title (retrieval.hops: the top passage's text searched for the candidates' titles). Last line:
-one JSON object.
+the second hop by title (retrieval.hops: the top passage's text searched for the candidates' titles). At
+--reindex-sizes an HNSW graph goes through three reindexes of 1% each (1% of rows dropped, as many new ones added,
+the rows put in a new order, as ``ChunkIndex.sync`` does: ``VectorIndex.reorder`` keeps the graph and marks the
+dropped rows deleted), beside its peer, a graph built afresh on the same rows after each: the seconds each takes
+and their recall@10 against exact search. Last line: one JSON object.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import argparse
 import json
 import statistics
 import time
+from typing import Any
 
 import numpy as np
 
@@ -109,14 +114,16 @@ def synthetic_graph(n: int, topics: "LatentTopics", seed: int = 31) -> tuple[Gra
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
     ap.add_argument("--hnsw-sizes", type=int, nargs="*", default=[1_000_000])
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--graph-sizes", type=int, nargs="*", default=[100_000],
                     help="sizes at which queries also run with the graph walk's list (against graph_weight 0)")
+    ap.add_argument("--reindex-sizes", type=int, nargs="*", default=[100_000],
+                    help="sizes at which an HNSW graph kept across three 1%% reindexes is compared with fresh ones")
     args = ap.parse_args()
     configure(ComputeSettings())  # BLAS threads as a server sets them (one), so both engines' threads run side by side
-    results: dict[str, float] = {}
+    results: dict[str, Any] = {}
     print(f"{'chunks':>9}  {'dense path':<10}{'build s':>9}{'p50 ms':>9}{'recall@10':>11}{'filtered r@10':>15}")
     qs = queries(args.queries)
     texts = [" ".join(f"w{t}" for t in q) for q in qs]  # term ids as words the tokenizer keeps whole
@@ -174,11 +181,44 @@ def main() -> None:
                 results["hnsw_recall10_filtered"] = round(recall_f, 4)
                 results[f"hnsw_build_s_{tag}"] = round(build, 1)
         del vecs, bm25, rows, columns, paths
+    for n in args.reindex_sizes:
+        kept_graph(n, results)
     for tag in ("100k", "1m"):
         cands = [v for k, v in results.items() if k.startswith(f"p50_ms_{tag}_")]
         if cands:
             results[f"p50_ms_{tag}"] = min(cands)
     print(json.dumps(results))
+
+
+def kept_graph(n: int, results: dict[str, Any], rounds: int = 3) -> None:
+    """An HNSW graph kept through ``rounds`` reindexes of 1% each, beside a graph built afresh after each one."""
+    vecs, topics = vectors(n)
+    rng = np.random.default_rng(9)
+    q_vecs = topics.sample(rng, 100)
+    kept = VectorIndex(DIM, hnsw_threshold=1)
+    kept.matrix = vecs
+    kept.build_ann()
+    print(f"{'chunks':>9}  {'reindex':<8}{'kept s':>8}{'fresh s':>9}{'kept r@10':>11}{'fresh r@10':>12}{'deleted':>9}")
+    rows = []
+    for r in range(1, rounds + 1):
+        m = kept.matrix.shape[0]
+        t0 = time.perf_counter()
+        kept.add(topics.sample(rng, m // 100))  # the new rows, appended and added to the graph
+        kept.build_ann()
+        kept.reorder(rng.permutation(m + m // 100)[:m])  # a new order, without m // 100 of the old and new rows
+        kept_s = time.perf_counter() - t0
+        fresh = VectorIndex(DIM, hnsw_threshold=1)
+        fresh.matrix = np.array(kept.matrix)
+        t0 = time.perf_counter()
+        fresh.build_ann()
+        fresh_s = time.perf_counter() - t0
+        truth = [{i for i, _ in kept.exact_top(q, 10)} for q in q_vecs]
+        recall = [float(np.mean([len(t & {i for i, _ in v.top(q, 10)}) / 10 for t, q in zip(truth, q_vecs)]))
+                  for v in (kept, fresh)]
+        print(f"{n:>9}  {r:<8}{kept_s:>8.1f}{fresh_s:>9.1f}{recall[0]:>11.3f}{recall[1]:>12.3f}{kept._deleted:>9}")
+        rows.append({"kept_s": round(kept_s, 2), "fresh_s": round(fresh_s, 2), "kept_recall10": round(recall[0], 4),
+                     "fresh_recall10": round(recall[1], 4), "deleted": kept._deleted})
+    results[f"reindex_{n // 1000}k"] = rows
 
 
 def graph_latency(n: int, bm25: BM25Index, rows: list[IndexedChunk], vecs: np.ndarray, topics: "LatentTopics",

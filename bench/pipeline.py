@@ -1,7 +1,7 @@
 """The whole offline pipeline at N documents, beside a plain vector index of the same chunks, in the same run.
 
     python -m bench.pipeline [--docs 10000 [30000 ...]] [--source mixed|real|synthetic] [--change 0.01]
-                             [--embedder minilm|hashing|...] [--keep FOLDER]
+                             [--changes 1] [--embedder minilm|hashing|...] [--keep FOLDER]
 
 For each N:
 
@@ -17,6 +17,7 @@ For each N:
    and the resident memory after it.
 5. **A change of --change of the documents** (0.4 of them edited: a sentence replaced and one added; 0.3
    deleted; 0.3 new documents added), then ``strata index`` again: the incremental run's wall time and stages.
+   ``--changes K`` makes K such changes one after another, each indexed (``later_changes``: the second on).
 6. **The graph's shape**, read from the published generation: entities per chunk, entity degrees (relations),
    the first level's community sizes.
 
@@ -34,7 +35,8 @@ Last line per N: one JSON object with ``docs``, ``index_s``, ``peer_index_s``, `
 ``peer_peak_rss_mb``, ``disk_mb``, ``peer_disk_mb``, ``serve_load_s``, ``serve_rss_mb`` (after the memory
 queries), ``serve_rss_global_mb`` and ``first_global_s`` (after one global question, the first to read the
 reports), ``query_p50_ms``,
-``incremental_s``, ``incremental_share`` and ``stage_s`` / ``incremental_stage_s`` (seconds per stage), and
+``incremental_s``, ``incremental_share`` and ``stage_s`` / ``incremental_stage_s`` (seconds per stage),
+``later_changes``, and
 ``shape``. Targets (issue #40): ratio <= 1.5 at each N; 100,000 documents in <= 2 h with peak RSS <= 6 GB;
 serving them loads in <= 10 s, holds <= 2 GB and answers with a p50 <= 1.5x the 6k corpus's; incremental_share
 <= 0.05.
@@ -168,9 +170,10 @@ def build_corpus(n: int, folder: Path, source: str, seed: int = 11) -> tuple[dic
 
 
 def change_corpus(folder: Path, paths: dict[Path, str], synth: Synthesizer, fraction: float,
-                  seed: int = 5) -> dict[str, int]:
+                  seed: int = 5, new: str = "new") -> dict[str, int]:
     """Edit, delete and add documents: ``fraction`` of the corpus in all (0.4 / 0.3 / 0.3). An edit replaces one
-    sentence with another of the document's language and adds one."""
+    sentence with another of the document's language and adds one; new documents go to the subfolder ``new``.
+    ``paths`` is brought up to date (deleted paths out, new ones in), ready for another change."""
     rng = random.Random(seed)
     total = max(3, round(len(paths) * fraction))
     edits, deletes = round(total * 0.4), round(total * 0.3)
@@ -185,10 +188,13 @@ def change_corpus(folder: Path, paths: dict[Path, str], synth: Synthesizer, frac
         path.write_text(f"{title}\n\n{glue.join(parts + [synth.sentence(lang)])}\n", encoding="utf-8")
     for path in chosen[edits:]:
         path.unlink()
-    (folder / "new").mkdir(exist_ok=True)
+        del paths[path]
+    (folder / new).mkdir(exist_ok=True)
     for i in range(adds):
-        _, title, text = synth.document()
-        (folder / "new" / f"n{i:06d}.txt").write_text(f"{title}\n\n{text}\n", encoding="utf-8")
+        lang, title, text = synth.document()
+        path = folder / new / f"n{i:06d}.txt"
+        path.write_text(f"{title}\n\n{text}\n", encoding="utf-8")
+        paths[path] = lang
     return {"edited": edits, "deleted": deletes, "added": adds}
 
 
@@ -384,6 +390,14 @@ def one_size(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     changed = change_corpus(folder, paths, synth, args.change)
     inc_s, inc_rss, out = run_measured(_index_cmd(folder, ws), env)
     inc = _json_tail(out)
+    later = []  # --changes above 1: each a further change of the changed corpus, indexed again
+    for k in range(2, args.changes + 1):
+        more = change_corpus(folder, paths, synth, args.change, seed=5 + k, new=f"new{k}")
+        more_s, more_rss, more_out = run_measured(_index_cmd(folder, ws), env)
+        later.append({"change": more, "incremental_s": round(more_s, 1), "incremental_share": round(more_s / index_s, 4),
+                      "incremental_peak_rss_mb": round(more_rss),
+                      "incremental_stage_s": _json_tail(more_out).get("stage_seconds", {})})
+        print(f"[{n:,}] change {k}: {more_s:.1f} s", file=sys.stderr, flush=True)
     result = {"docs": n, "source": args.source, "embedder": args.embedder, "chunks": graph["chunks"],
               "index_s": round(index_s, 1), "peer_index_s": round(peer_s, 1), "ratio": round(index_s / peer_s, 3),
               "peak_rss_mb": round(index_rss), "peer_peak_rss_mb": round(peer_rss),
@@ -391,6 +405,7 @@ def one_size(n: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
               "incremental_s": round(inc_s, 1), "incremental_share": round(inc_s / index_s, 4),
               "incremental_peak_rss_mb": round(inc_rss), "change": changed,
               "stage_s": run.get("stage_seconds", {}), "incremental_stage_s": inc.get("stage_seconds", {}),
+              "later_changes": later,
               "shape": graph}
     return result
 
@@ -431,6 +446,7 @@ def main() -> None:
     ap.add_argument("--docs", type=int, nargs="+", default=[10_000])
     ap.add_argument("--source", choices=["mixed", "real", "synthetic"], default="mixed")
     ap.add_argument("--change", type=float, default=0.01, help="share of documents changed for the incremental run")
+    ap.add_argument("--changes", type=int, default=1, help="how many such changes, one after another (each indexed)")
     ap.add_argument("--embedder", default="minilm")
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary folder)")
     args = ap.parse_args()
