@@ -127,8 +127,10 @@ class ChunkIndex:
     # Building runs with the process's BLAS thread limit (core.threads): embedding and the BM25 commit are
     # CPU-bound and must not stall on BLAS threads that another process keeps descheduled.
     @blas_limit()
-    def add(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None, batch: int = 256) -> None:
-        """Add (or replace) chunks; replaced chunks' old rows are deleted first."""
+    def add(self, chunks: Sequence[Chunk], on_progress: Callable[[int], None] | None = None, batch: int = 256,
+            graph: bool = True) -> None:
+        """Add (or replace) chunks; replaced chunks' old rows are deleted first. ``graph`` False leaves the new
+        vectors out of the HNSW graph until the rows are put in order (:meth:`sync`)."""
         self._columns = None
         replaced = [self.by_id[c.id] for c in chunks if c.id in self.by_id]
         self.bm25.delete(replaced)
@@ -151,9 +153,10 @@ class ChunkIndex:
                 on_progress(len(part))
         self.bm25.commit()
         if self.vectors is not None:
-            if embedded:
-                self.vectors.add(np.concatenate(embedded))
-            self.vectors.build_ann()
+            self.vectors.add(embedded)
+            del embedded
+            if graph:
+                self.vectors.build_ann()
 
     def _sync_plan(self, chunks: Sequence[Chunk]) -> tuple[list[int], list[Chunk]]:
         """What :meth:`sync` does: the live rows to delete (chunk gone or different) and the chunks to add."""
@@ -183,10 +186,12 @@ class ChunkIndex:
             self.by_id.pop(self.rows[i].chunk_id, None)
         self.bm25.delete(stale)
         if missing:
-            self.add(missing, on_progress)
+            self.add(missing, on_progress, graph=False)  # the graph takes the new rows in their final order
         elif stale:
             self.bm25.commit()
         self._canonical_order()
+        if self.vectors is not None:
+            self.vectors.build_ann()  # rows still outside the graph (none when the order changed)
         return len(missing), len(stale)
 
     def _canonical_order(self) -> None:

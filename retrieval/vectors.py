@@ -17,11 +17,15 @@ the index's history (which rows came and went); the rows, their order and exact 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 import numpy as np
 
 
 EXACT_ROWS = 20_000  # a filter keeping at most this many rows is searched exactly (about 3 ms at 384 dims)
 MAX_DEPTH = 1000  # deepest unfiltered search made for a filtered query before filtering inside the graph
+# The graph with its labels (``hnsw_labels.npy``: each row's label). Code that predates labels reads only
+# ``LEGACY_GRAPH_FILE`` (label = row), so a graph whose labels are not its rows is never saved under that name.
+GRAPH_FILE, LABELS_FILE, LEGACY_GRAPH_FILE = "hnsw_labeled.bin", "hnsw_labels.npy", "hnsw.bin"
 REBUILD_DELETED = 0.25  # share of the graph's labels deleted above which it is built again from the live rows
 _BLOCK = 1024  # rows gathered at a time for an exact filtered search (stays in cache, no large temporary)
 
@@ -37,13 +41,18 @@ class VectorIndex:
         self._labels = np.zeros(0, np.int64)  # the graph's label of each row in [0, _hnsw_rows)
         self._row_of = np.zeros(0, np.int64)  # the row of each label; -1 for a deleted one
         self._deleted = 0  # labels marked deleted in the graph
+        self.exact_fallbacks = 0  # graph searches answered exactly because hnswlib stopped short
 
-    def add(self, vectors: np.ndarray) -> range:
-        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
-            raise ValueError(f"expected vectors of dimension {self.dim}, got shape {vectors.shape}")
+    def add(self, vectors: np.ndarray | Sequence[np.ndarray]) -> range:
+        """Append rows (one array, or several appended at once: the matrix is copied once, whatever their count).
+        The graph covers them once :meth:`build_ann` or :meth:`reorder` runs."""
+        parts = [vectors] if isinstance(vectors, np.ndarray) else list(vectors)
+        for v in parts:
+            if v.ndim != 2 or v.shape[1] != self.dim:
+                raise ValueError(f"expected vectors of dimension {self.dim}, got shape {v.shape}")
         first = self.matrix.shape[0]
-        self.matrix = np.concatenate([self.matrix, vectors.astype(np.float32)])
-        return range(first, first + vectors.shape[0])
+        self.matrix = np.concatenate([self.matrix, *parts], dtype=np.float32) if parts else self.matrix
+        return range(first, self.matrix.shape[0])
 
     def build_ann(self, threads: int = 2) -> None:
         """Build (or extend) the HNSW graph when the collection is above the threshold."""
@@ -73,27 +82,36 @@ class VectorIndex:
 
     def reorder(self, order: np.ndarray) -> None:
         """Keep only rows ``order`` (old row numbers, each at most once), in that order. The graph is kept: the
-        rows left out are marked deleted in it, unless that leaves too many deleted or too few rows for a graph,
-        and then it is built again (or dropped) as a fresh build would."""
+        rows left out are marked deleted in it and rows it did not hold yet are added, unless that leaves too many
+        deleted (``REBUILD_DELETED``) or too few rows for a graph, and then it is built afresh (or dropped)."""
         order = np.asarray(order, dtype=np.int64)
-        if self._hnsw is not None and self._hnsw_rows != self.matrix.shape[0]:
-            self.build_ann()  # every row in the graph before its labels move
         self.matrix = self.matrix[order]
         if self._hnsw is None:
             self.build_ann()
             return
-        dead = np.ones(self._labels.size, bool)
-        dead[order] = False
+        held = order < self._hnsw_rows  # rows the graph holds (the others were appended since)
+        dead = np.ones(self._hnsw_rows, bool)
+        dead[order[held]] = False
+        labels_after = int(self._hnsw.get_current_count()) + int((~held).sum())
+        deleted_after = self._deleted + int(dead.sum())
+        if order.size < self.hnsw_threshold or deleted_after > REBUILD_DELETED * labels_after:
+            self._hnsw, self._hnsw_rows, self._labels, self._deleted = None, 0, np.zeros(0, np.int64), 0
+            self.build_ann()  # afresh, from the rows kept: nothing is inserted only to be deleted
+            return
         for label in self._labels[dead]:
             self._hnsw.mark_deleted(int(label))
-        self._deleted += int(dead.sum())
-        self._labels = self._labels[order]
-        self._hnsw_rows = order.size
-        if order.size < self.hnsw_threshold or self._deleted > REBUILD_DELETED * (self._deleted + order.size):
-            self._hnsw, self._hnsw_rows, self._labels, self._deleted = None, 0, np.zeros(0, np.int64), 0
-            self.build_ann()
-        else:
-            self._index_labels()
+        self._deleted = deleted_after
+        labels = np.full(order.size, -1, np.int64)
+        labels[held] = self._labels[order[held]]
+        new_rows = np.flatnonzero(~held)
+        if new_rows.size:
+            first = int(self._hnsw.get_current_count())
+            labels[new_rows] = np.arange(first, first + new_rows.size)
+            if self._hnsw.get_max_elements() < first + new_rows.size:
+                self._hnsw.resize_index(int((first + new_rows.size) * 1.25) + 1)
+            self._hnsw.add_items(self.matrix[new_rows], labels[new_rows], num_threads=2)
+        self._labels, self._hnsw_rows = labels, order.size
+        self._index_labels()
 
     def exact_top(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> list[tuple[int, float]]:
         n = self.matrix.shape[0]
@@ -159,37 +177,42 @@ class VectorIndex:
         try:
             labels, dists = self._hnsw.knn_query(q, k=k, num_threads=1, filter=inside)
         except RuntimeError:  # "Cannot return the results in a contiguous 2D array": fewer than k reached
+            self.exact_fallbacks += 1
             return self.exact_top(q, k, mask)
         return [(int(row_of[l]), float(1.0 - d)) for l, d in zip(labels[0], dists[0])]
 
     def save(self, folder: Path) -> None:
         np.save(folder / "vectors.npy", self.matrix, allow_pickle=False)
         if self._hnsw is not None and self._hnsw_rows == self.matrix.shape[0]:
-            self._hnsw.save_index(str(folder / "hnsw.bin"))
-            np.save(folder / "hnsw_labels.npy", self._labels, allow_pickle=False)
+            self._hnsw.save_index(str(folder / GRAPH_FILE))
+            np.save(folder / LABELS_FILE, self._labels, allow_pickle=False)
 
     @classmethod
     def load(cls, folder: Path, dim: int, hnsw_threshold: int = 50_000) -> "VectorIndex":
         """The vectors saved in ``folder``. With their HNSW graph (above ``hnsw_threshold`` rows) the matrix is
         memory-mapped: the graph answers, and only a filtered search that keeps few rows reads some of them (an
         append or a compaction makes a new array, so the file is never written through the map). The graph's
-        labels come from ``hnsw_labels.npy`` (an index saved without it numbered its graph by row)."""
+        labels come from ``LABELS_FILE``; a graph saved before labels (``LEGACY_GRAPH_FILE``) is numbered by row. A
+        graph whose labels do not fit it is not used (search is then exact)."""
         idx = cls(dim, hnsw_threshold)
         matrix = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
-        path = folder / "hnsw.bin"
-        if path.exists() and matrix.shape[0] >= hnsw_threshold:
+        n = matrix.shape[0]
+        path = folder / GRAPH_FILE
+        labels_path, legacy = folder / LABELS_FILE, not path.exists()
+        if legacy:
+            path = folder / LEGACY_GRAPH_FILE
+        if path.exists() and n >= hnsw_threshold and (legacy or labels_path.exists()):
             import hnswlib
 
-            n = matrix.shape[0]
-            labels_path = folder / "hnsw_labels.npy"
-            labels = np.load(labels_path, allow_pickle=False) if labels_path.exists() else np.arange(n, dtype=np.int64)
+            labels = np.arange(n, dtype=np.int64) if legacy else np.load(labels_path, allow_pickle=False).astype(np.int64)
             ann = hnswlib.Index(space="ip", dim=dim)
             ann.load_index(str(path))
             count = int(ann.get_current_count())
-            if labels.shape == (n,) and (labels_path.exists() or count == n) and (n == 0 or labels.max() < count):
+            fits = labels.shape == (n,) and (not legacy or count == n) and (
+                n == 0 or (labels.min() >= 0 and labels.max() < count and np.unique(labels).size == n))
+            if fits:
                 ann.set_ef(idx.ef_search)
-                idx._hnsw, idx._hnsw_rows, idx._labels = ann, n, labels.astype(np.int64)
-                idx._deleted = count - n
+                idx._hnsw, idx._hnsw_rows, idx._labels, idx._deleted = ann, n, labels, count - n
                 idx._index_labels()
         idx.matrix = matrix if idx._hnsw is not None else np.array(matrix)
         return idx

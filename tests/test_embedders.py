@@ -157,13 +157,22 @@ def test_vectors_with_their_hnsw_graph_load_memory_mapped_and_answer_alike(tmp_p
     assert [r for r, _ in small.top(data[7], 3)][0] == 7
 
 
+def assert_scored_rows(idx: VectorIndex, hits: list[tuple[int, float]], q: np.ndarray, k: int,
+                       mask: np.ndarray | None = None) -> None:
+    """``hits`` are k distinct rows of ``idx`` (inside ``mask``), each with its own vector's score."""
+    rows = [r for r, _ in hits]
+    assert len(rows) == k == len(set(rows)) and all(0 <= r < idx.matrix.shape[0] for r in rows)
+    assert all(abs(sc - float(idx.matrix[r] @ q)) < 1e-4 for r, sc in hits)
+    assert mask is None or all(mask[r] for r in rows)
+
+
 def test_dropping_and_reordering_rows_keeps_the_hnsw_graph_and_answers_by_row(tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A reindex drops some rows and renumbers the rest: the graph is kept (the dropped rows' labels are marked
-    deleted), answers name the new rows, a dropped row is never returned, rows added after it are found, and all
-    of it survives a save and a load. Deleting more than a quarter of the graph builds it again."""
+    deleted), answers name the new rows with their scores, unfiltered, filtered after a deeper search and with
+    the filter inside the graph; rows appended are taken into the graph when the rows are put in order; all of
+    it survives a save and a load. Deleting more than a quarter of the graph builds it again."""
     from retrieval import vectors
-    from retrieval.vectors import VectorIndex
 
     monkeypatch.setattr(vectors, "EXACT_ROWS", 100)  # this small collection stands in for a large one
     rng = np.random.default_rng(11)
@@ -174,34 +183,81 @@ def test_dropping_and_reordering_rows_keeps_the_hnsw_graph_and_answers_by_row(tm
     idx.reorder(order)
     assert idx._hnsw is graph and idx._deleted == 100
     assert np.array_equal(idx.matrix, data[order])
-    dropped = np.setdiff1d(np.arange(2000), order)
     for new_row in (0, 5, 1899):
         assert idx.top(data[order[new_row]], 1)[0][0] == new_row  # a row's own vector finds it, by its new number
-    for old in dropped[:20]:
-        hits = [r for r, _ in idx.top(data[old], 10)]
-        assert len(hits) == 10 and all(0 <= r < 1900 and order[r] != old for r in hits)  # never a dropped row
+    dropped = np.setdiff1d(np.arange(2000), order)
+    for old in dropped[:20]:  # a dropped row's own vector: never returned (its label is deleted in the graph)
+        assert_scored_rows(idx, idx.top(data[old], 10), data[old], 10)
+    wide = np.zeros(1900, bool)
+    wide[::3] = True  # a third of the rows
+    monkeypatch.setattr(vectors, "MAX_DEPTH", 15)  # too deep to oversample: the filter goes inside the graph
+    for q in data[order[:5]]:
+        assert_scored_rows(idx, idx.top(q, 10, wide), q, 10, wide)
+    monkeypatch.setattr(vectors, "MAX_DEPTH", 1000)
     extra = unit_rows(rng, 50)
-    idx.add(extra)
-    idx.build_ann()
-    assert idx._hnsw is graph and idx._hnsw_rows == 1950
-    assert idx.top(extra[7], 1)[0][0] == 1907
+    idx.add(extra)  # appended (rows 1900-1949), not in the graph yet ...
+    idx.reorder(np.concatenate([np.arange(1000), np.arange(1900, 1950), np.arange(1000, 1900)]))  # ... now they are
+    assert idx._hnsw is graph and idx._hnsw_rows == 1950 and idx._deleted == 100
+    assert idx.top(extra[7], 1)[0][0] == 1007
     mask = np.zeros(1950, bool)
-    mask[1900:] = True
-    mask[rng.integers(0, 1900, 30)] = True  # few rows: exact
-    assert idx.top(extra[3], 3, mask)[0][0] == 1903
+    mask[1000:1050] = True
+    mask[rng.integers(0, 1000, 30)] = True  # few rows: exact
+    assert idx.top(extra[3], 3, mask)[0][0] == 1003
     idx.save(tmp_path)
+    assert not (tmp_path / vectors.LEGACY_GRAPH_FILE).exists()  # code that reads it as numbered by row never sees it
     loaded = VectorIndex.load(tmp_path, 32, hnsw_threshold=1000)
     assert loaded._hnsw is not None and loaded._deleted == 100
     for q in list(data[order[:5]]) + list(extra[:5]):
         assert loaded.top(q, 10) == idx.top(q, 10)
+        assert_scored_rows(loaded, loaded.top(q, 10), q, 10)
     wide = np.zeros(1950, bool)
-    wide[::3] = True  # a third of the rows: the graph searched deeper, or with the filter inside
+    wide[::3] = True
     for q in extra[:5]:
-        hits = loaded.top(q, 10, wide)
-        assert len(hits) == 10 and all(wide[r] for r, _ in hits)
+        assert_scored_rows(loaded, loaded.top(q, 10, wide), q, 10, wide)
     loaded.reorder(np.arange(1300))  # 650 more dropped: past REBUILD_DELETED, built again from the live rows
     assert loaded._hnsw is not None and loaded._deleted == 0 and int(loaded._hnsw.get_current_count()) == 1300
     assert vectors.REBUILD_DELETED * 2050 < 750
     assert loaded.top(data[order[42]], 1)[0][0] == 42
     loaded.reorder(np.arange(900))  # below the threshold: no graph, exact search
     assert loaded._hnsw is None and loaded.top(data[order[42]], 1)[0][0] == 42
+
+
+def test_a_graph_saved_before_labels_is_read_as_numbered_by_row_and_bad_labels_are_not_used(tmp_path: Path) -> None:
+    from retrieval import vectors
+
+    data = unit_rows(np.random.default_rng(4), 1200)
+    graph_index(data).save(tmp_path)
+    (tmp_path / vectors.GRAPH_FILE).rename(tmp_path / vectors.LEGACY_GRAPH_FILE)
+    (tmp_path / vectors.LABELS_FILE).unlink()
+    old = VectorIndex.load(tmp_path, 32, hnsw_threshold=1000)
+    assert old._hnsw is not None and np.array_equal(old._labels, np.arange(1200))
+    assert old.top(data[77], 1)[0][0] == 77
+    old.reorder(np.arange(1, 1200))  # and it is kept through a reindex like any other
+    assert old._deleted == 1 and old.top(data[77], 1)[0][0] == 76
+    (tmp_path / vectors.LEGACY_GRAPH_FILE).rename(tmp_path / vectors.GRAPH_FILE)
+    for bad in (np.zeros(1200, np.int64), np.arange(1200) - 1, np.arange(1200)[:-1]):  # repeated, negative, short
+        np.save(tmp_path / vectors.LABELS_FILE, bad)
+        unused = VectorIndex.load(tmp_path, 32, hnsw_threshold=1000)
+        assert unused._hnsw is None and unused.top(data[77], 1)[0][0] == 77  # exact search instead
+
+
+def test_a_graph_search_that_stops_short_is_answered_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from retrieval import vectors
+
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 10)
+    data = unit_rows(np.random.default_rng(6), 1200)
+    idx = graph_index(data)
+
+    class ShortGraph:
+        def set_ef(self, ef: int) -> None:
+            pass
+
+        def knn_query(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("Cannot return the results in a contiguous 2D array. Probably ef or M is too small")
+
+    idx._hnsw = ShortGraph()
+    mask = np.zeros(1200, bool)
+    mask[::2] = True
+    assert idx.top(data[8], 5) == idx.exact_top(data[8], 5)
+    assert idx.top(data[8], 5, mask) == idx.exact_top(data[8], 5, mask)
+    assert idx.exact_fallbacks >= 2

@@ -177,3 +177,11 @@ def test_a_reindex_of_a_large_index_keeps_its_hnsw_graph_and_finds_chunks_by_the
         for served in (idx, loaded):
             hits = served.search(docs[d], 3, dense_weight=1.0, sparse_weight=0.0, graph_weight=0.0)
             assert hits[0].chunk_id == f"{d}#0000"
+    for d in sorted(docs)[::2]:  # half the documents edited: past a quarter deleted, the graph is built afresh
+        docs[d] = " ".join(rng.choice(words, 12))
+    loaded.sync([chunk(d, t) for d, t in sorted(docs.items())])
+    ann = loaded.vectors._hnsw
+    assert ann is not None and loaded.vectors._deleted == 0
+    assert ann.get_current_count() == len(loaded)  # built afresh from the live rows alone
+    hits = loaded.search(docs["d010"], 3, dense_weight=1.0, sparse_weight=0.0, graph_weight=0.0)
+    assert hits[0].chunk_id == "d010#0000"
