@@ -20,11 +20,12 @@ blocks (one BLAS thread, one worker thread per core).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import threadpoolctl
 from threadpoolctl import ThreadpoolController
@@ -158,3 +159,20 @@ def blas_limit(threads: int | None = None) -> Iterator[int]:
                 _base = None
             else:  # configure() ran while blocks were in force
                 _blas_controller().limit(limits=_process_limit, user_api="blas")
+
+
+# Python's cyclic garbage collector looks at the young generation every 700 net allocations, and at the older ones
+# every 10 and 100 of those. An indexing run holds millions of long-lived objects (the graph, every extraction,
+# the chunk rows), so it pays for collections that find nothing: resolving 108,337 stored extractions took 64 s
+# with the default threshold and 49 s with a young generation of 100,000 (the graph read from the store 12 s
+# and 9.5 s), the same result either way.
+BATCH_GC_YOUNG = 100_000
+
+
+def batch_collector() -> Callable[[], None]:
+    """Make the collector's young generation ``BATCH_GC_YOUNG`` allocations for a batch run (an index run);
+    returns what puts the thresholds back. Reference counting still frees almost everything at once; only cycles
+    wait longer."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], BATCH_GC_YOUNG), *before[1:])
+    return lambda: gc.set_threshold(*before)

@@ -63,10 +63,14 @@ def aliases_in(keys: Iterable[str]) -> dict[str, str]:
         for k in group[1:]:
             out[k] = group[0]
     words = {group[0]: ws for ws, group in forms.items()}
+    having: dict[str, set[str]] = {}  # word -> the keys holding it (a container holds the short form's first word)
+    for key, ws in words.items():
+        for w in ws:
+            having.setdefault(w, set()).add(key)
     for key, ws in words.items():
         if not any(any(ch.isalpha() for ch in w) for w in ws):
             continue
-        containers = sorted((k for k, lw in words.items() if _inside(ws, lw)), key=lambda k: (len(words[k]), k))
+        containers = sorted((k for k in having[ws[0]] if _inside(ws, words[k])), key=lambda k: (len(words[k]), k))
         # "Bob Cratchit's wife" and "the Spirit of Tiny Tim" are someone else than Bob Cratchit and Tiny Tim.
         containers = [k for k in containers if "'s " not in k and not (set(words[k]) - set(ws)) & _CONNECTORS]
         if not containers:
@@ -96,10 +100,13 @@ def merges_by_document(extractions: Sequence[ChunkExtraction],
     other passage that names it (bench.multihop, MuSiQue dev: recall@5 0.61 with such merges, 0.70 without)."""
     chunks_of: dict[str, dict[str, set[str]]] = {}  # document -> name key -> the chunks that mention it
     lower: dict[str, set[str]] = {}
+    read: set[tuple[str, str]] = set()  # (document, description) pairs read (mentions of a sentence share it)
     for ex in extractions:
         doc = document_of(ex.chunk_id)
         for m in ex.entities:
-            lower.setdefault(doc, set()).update(_LOWER.findall(m.description))
+            if (doc, m.description) not in read:
+                read.add((doc, m.description))
+                lower.setdefault(doc, set()).update(_LOWER.findall(m.description))
             if m.type.lower() in ALIAS_TYPES:
                 chunks_of.setdefault(doc, {}).setdefault(key_of[(m.name, m.type)], set()).add(ex.chunk_id)
     out: dict[str, dict[str, str]] = {}

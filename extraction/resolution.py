@@ -65,7 +65,11 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
     rel_ends: dict[str, tuple[str, str]] = {}
     merged: dict[str, set[str]] = defaultdict(set)  # entity id -> the normalized names merged into it
     extractions = list(extractions)
-    key_of = {(m.name, m.type): normalize_name(m.name, m.type) for ex in extractions for m in ex.entities}
+    key_of: dict[tuple[str, str], str] = {}
+    for ex in extractions:
+        for m in ex.entities:
+            if (m.name, m.type) not in key_of:  # each distinct name normalized once
+                key_of[(m.name, m.type)] = normalize_name(m.name, m.type)
     # A name merged by its base form (Polish) is that entity wherever the text writes it so: a page title, read
     # as written, or a mention in a document of another language joins the mentions keyed by the base form.
     spelled: dict[str, str] = {}
@@ -75,6 +79,20 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
                 spelled.setdefault(normalize_name(m.written, m.type), key_of[(m.name, m.type)])
     key_of = {nt: spelled.get(k, k) for nt, k in key_of.items()}
     aliases = merges_by_document(extractions, key_of)
+    ids: dict[str, str] = {}  # key -> entity id, each hashed once
+    plain: dict[str, str] = {}  # a relation end's name -> its normalized key
+    rids: dict[tuple[str, str], str] = {}  # (entity id, entity id) -> relation id
+
+    def end_id(end: str, local: dict[str, str], doc_aliases: dict[str, str]) -> str:
+        """The entity a relation's end names: the chunk's mention of that name, else the name's (or its alias's)."""
+        if end in local:
+            return local[end]
+        k = plain.get(end)
+        if k is None:
+            k = plain[end] = normalize_name(end)
+        k = doc_aliases.get(k, k)
+        return ids.get(k) or ids.setdefault(k, key_id(k))
+
     for ex in extractions:
         local: dict[str, str] = {}
         doc_aliases = aliases.get(document_of(ex.chunk_id), {})
@@ -82,7 +100,7 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
             key = key_of[(m.name, m.type)]
             if m.type.lower() in ALIAS_TYPES and key in doc_aliases:
                 key = doc_aliases[key]
-            eid = key_id(key)
+            eid = ids.get(key) or ids.setdefault(key, key_id(key))
             merged[eid].add(key_of[(m.name, m.type)])
             local[m.name] = eid
             names[eid][m.name] += 1
@@ -93,11 +111,10 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
             descs[eid].append(m.description)
             chunks[eid][ex.chunk_id] = None
         for r in ex.relations:
-            a = local.get(r.source) or key_id(doc_aliases.get(normalize_name(r.source), normalize_name(r.source)))
-            b = local.get(r.target) or key_id(doc_aliases.get(normalize_name(r.target), normalize_name(r.target)))
+            a, b = end_id(r.source, local, doc_aliases), end_id(r.target, local, doc_aliases)
             if a == b or a not in names or b not in names:
                 continue
-            rid = relation_id(a, b)
+            rid = rids.get((a, b)) or rids.setdefault((a, b), relation_id(a, b))
             rel_ends[rid] = tuple(sorted((a, b)))  # type: ignore[assignment]
             rel_descs[rid].append(r.description)
             rel_chunks[rid][ex.chunk_id] = None

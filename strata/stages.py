@@ -27,6 +27,7 @@ from communities.sentences import Idf
 from core.records import Chunk, Community, Document, Entity, GraphSnapshot, Relation, Report, stable_hash
 from core.settings import StrataSettings
 from core.store import GraphStore, open_store
+from core.threads import batch_collector
 from extraction.canonical import attribute_changes, canonical_fields, extraction_to_json
 from extraction.chunking import chunk_document
 from extraction.fingerprint import ExtractorFingerprint, fingerprint_of
@@ -225,6 +226,7 @@ class IndexSession:
     report_inputs: dict[str, str | None] | None = None
     chunk_hashes: dict[str, str] | None = None
     published: tuple[int, list[Report], list[Community], GraphSnapshot] | None = None  # (generation, what it holds)
+    restore_gc: Callable[[], None] | None = None  # puts the collector's thresholds back (core.threads.batch_collector)
 
     @cached_property
     def words(self) -> WordModel | None:
@@ -260,6 +262,8 @@ class IndexSession:
             if self.own_store:
                 self.store.close()
         finally:
+            if self.restore_gc is not None:
+                self.restore_gc()
             self.lock.__exit__()
 
 
@@ -303,7 +307,7 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
                    empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), extractor=fingerprint.label())
     return IndexSession(settings, ws, store, client, ledger, loaded, run, progress, own_store, time.perf_counter(),
-                        lock, fingerprint, recorded_extractor(ws), recovering, full)
+                        lock, fingerprint, recorded_extractor(ws), recovering, full, restore_gc=batch_collector())
 
 
 @timed_stage("plan")
