@@ -40,3 +40,21 @@ def test_an_index_run_collects_less_often_and_restores_the_thresholds(tmp_path: 
     staged = seen[1:]  # after the load, the session is open
     assert staged and all(t == max(before[0], BATCH_GC_YOUNG) for t in staged)
     assert after == before
+
+
+def test_overlapping_runs_share_the_raise_and_the_last_to_end_restores() -> None:
+    from core.threads import batch_collector
+
+    before = gc.get_threshold()
+    raised = max(before[0], BATCH_GC_YOUNG)
+    try:
+        end_a = batch_collector()
+        end_b = batch_collector()  # opened while A runs
+        end_a()  # A ends first: B still runs with the raise
+        assert gc.get_threshold()[0] == raised
+        end_a()  # a second call changes nothing
+        assert gc.get_threshold()[0] == raised
+        end_b()
+        assert gc.get_threshold() == before
+    finally:
+        gc.set_threshold(*before)
