@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence
+
 import numpy as np
 
 
@@ -66,15 +67,21 @@ class VectorIndex:
             self._hnsw.init_index(max_elements=int(n * 1.25) + 1, ef_construction=self.ef_construction, M=self.m,
                                   random_seed=7)
             self._hnsw_rows, self._labels, self._deleted = 0, np.zeros(0, np.int64), 0
-        first = int(self._hnsw.get_current_count())  # labels are never reused: deleted ones stay in the graph
-        new = np.arange(first, first + n - self._hnsw_rows, dtype=np.int64)
-        if self._hnsw.get_max_elements() < first + new.size:
-            self._hnsw.resize_index(int((first + new.size) * 1.25) + 1)
-        self._hnsw.add_items(self.matrix[self._hnsw_rows:n], new, num_threads=threads)
+        new = self._insert(self.matrix[self._hnsw_rows:n], threads)
         self._hnsw.set_ef(self.ef_search)
         self._labels = np.concatenate([self._labels, new])
         self._hnsw_rows = n
         self._index_labels()
+
+    def _insert(self, vectors: np.ndarray, threads: int = 2) -> np.ndarray:
+        """Add ``vectors`` to the graph under new labels (returned), growing it when full. Labels are never
+        reused: deleted ones stay in the graph."""
+        first = int(self._hnsw.get_current_count())
+        labels = np.arange(first, first + vectors.shape[0], dtype=np.int64)
+        if self._hnsw.get_max_elements() < first + labels.size:
+            self._hnsw.resize_index(int((first + labels.size) * 1.25) + 1)
+        self._hnsw.add_items(vectors, labels, num_threads=threads)
+        return labels
 
     def _index_labels(self) -> None:
         self._row_of = np.full(int(self._hnsw.get_current_count()), -1, np.int64)
@@ -105,11 +112,7 @@ class VectorIndex:
         labels[held] = self._labels[order[held]]
         new_rows = np.flatnonzero(~held)
         if new_rows.size:
-            first = int(self._hnsw.get_current_count())
-            labels[new_rows] = np.arange(first, first + new_rows.size)
-            if self._hnsw.get_max_elements() < first + new_rows.size:
-                self._hnsw.resize_index(int((first + new_rows.size) * 1.25) + 1)
-            self._hnsw.add_items(self.matrix[new_rows], labels[new_rows], num_threads=2)
+            labels[new_rows] = self._insert(self.matrix[new_rows])
         self._labels, self._hnsw_rows = labels, order.size
         self._index_labels()
 
