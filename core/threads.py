@@ -164,9 +164,9 @@ def blas_limit(threads: int | None = None) -> Iterator[int]:
 # Python's cyclic garbage collector looks at the young generation every 700 net allocations, at the middle one
 # every 10 young collections, and at the old one every 10 of those (when enough new objects reached it). An
 # indexing run holds millions of long-lived objects (the graph, every extraction, the chunk rows), so it pays for
-# collections that find nothing: resolving 108,337 stored extractions took 64 s with the default threshold and
-# 49 s with a young generation of 100,000 (the graph read from the store 12 s and 9.5 s), the same result
-# either way.
+# collections that find nothing: resolving 108,337 stored extractions took 57.0 s with the default threshold and
+# 46.6 s with a young generation of 100,000 (`python -m bench.merge`; the graph read from the store 12.1 s and
+# 10.9 s), the same result either way.
 BATCH_GC_YOUNG = 100_000
 
 
