@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
-from core.text.names import Found, find_entities, ordinary_words
+from core.text.names import Found, find_entities, ordinary_words, title_case_line
 from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -81,7 +81,7 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     return [_Sentence(view[s:e], chunk.start + s,
                       tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
                             else find_entities(cells[s:e], ordinary)),
-                      heading_line(chunk.text[s:e].lstrip("\r\n")))
+                      heading_line(chunk.text[s:e].lstrip("\r\n")) or title_case_line(view[s:e], chunk.text[s:e]))
             for i, (s, e) in enumerate(spans)]
 
 
@@ -162,6 +162,36 @@ class OfflineExtractor:
             lambda w, after: w.lower() in ordinary)
         return lambda w, after: w not in recurring and judge(w, after)
 
+    def _heading_run(self, recurring: frozenset[str], lower_case: Callable[[str], bool],
+                     prose: str) -> Callable[[str, Found], list[Found]]:
+        """What a run of capitalized words in a heading names (:func:`_heading_names`). A word's capital there is
+        the heading style's, so each word is judged by how the text writes it elsewhere: a name when its shape
+        says so (capitals inside a part of it, a digit), or when the corpus's prose writes it capitalized
+        mid-sentence at least as often as in lower case (:meth:`WordModel.name_word`), or the document writes it
+        in a name mid-sentence (``recurring``) and the corpus does not mostly write it in lower case; else an
+        ordinary word when the text writes it in lower case (``lower_case``: "Options" of "Configuration Options",
+        though "the TLS Options" capitalizes it once); else unknown. ``prose``: the document's prose
+        (:func:`_prose_phrases`)."""
+        words = self.words
+
+        def kind(w: str) -> str:
+            bare = _POSSESSIVE_END.sub("", w.strip(_WORD_EDGES))
+            # (capitals inside a part: "NGINX", "GitHub", "AI-Assisted"; not "Cross-Namespace", title case twice)
+            if any(ch.isupper() or ch.isdigit() for part in _WORD_PARTS.split(bare) for ch in part[1:]):
+                return "name"
+            if words is not None and words.active:
+                if words.name_word(bare) or (bare in recurring and not words.mostly_lower(bare)):
+                    return "name"
+            elif bare in recurring:
+                return "name"
+            return "ordinary" if lower_case(bare) else "unknown"
+
+        def joined(a: str, b: str) -> bool:  # the corpus writes the two capitalized mid-sentence ("in New York")
+            return words is not None and words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()),
+                                                         0) > 0
+
+        return lambda sentence, f: _heading_names(sentence, f, kind, joined, prose)
+
     def _term(self, name: str, phrases: frozenset[str]) -> bool:
         """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
         ``phrases``), or another document of the corpus does and it has three characters or more
@@ -183,12 +213,14 @@ class OfflineExtractor:
         recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(sentences, lower_case)
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str,
-                           self._by_position(ordinary, recurring), lower_case)
+                           self._by_position(ordinary, recurring), lower_case,
+                           self._heading_run(recurring, lower_case, _prose_phrases(sentences)))
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
                by_position: Callable[[str, str], bool] = lambda w, after: False,
-               lower_case: Callable[[str], bool] = lambda w: False) -> ChunkExtraction:
+               lower_case: Callable[[str], bool] = lambda w: False,
+               heading_run: Callable[[str, Found], list[Found]] = lambda s, f: [f]) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -196,7 +228,8 @@ class OfflineExtractor:
             sentence = sent.text
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
-            found = [f if sent.heading else _opening_word_apart(f, sentence, by_position) for f in sent.found]
+            found = ([g for f in sent.found for g in heading_run(sentence, f)] if sent.heading
+                     else [_opening_word_apart(f, sentence, by_position) for f in sent.found])
             # (a word quoted alone, "Titanic" or "Save", is a name unless the corpus writes it in lower case)
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.quoted or f.name in recurring or not lower_case(f.name))
@@ -253,8 +286,9 @@ class OfflineExtractor:
             phrases = _repeated_possessives(every) | _recurring_terms(every)
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             by_position = self._by_position(ordinary, recurring)
+            heading_run = self._heading_run(recurring, lower_case, _prose_phrases(every))
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case)
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case, heading_run)
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
@@ -312,6 +346,98 @@ def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str, str
         return f
     cut = rest.start()
     return replace(f, start=f.start + cut, name=f.name[cut:], opens=False)
+
+
+_WORD_EDGES = ",.;:!?()[]\"'“”‘’"
+_LETTER_WORD = re.compile(r"[^\W\d_]+")
+_WORD_PARTS = re.compile(r"[-'’/]")
+_POSSESSIVE_END = re.compile(r"['’]s$")
+_PHRASE_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _prose_phrases(sentences: Iterable[_Sentence]) -> str:
+    """The words of a document's sentences but its headings, as written and spaced, a sentence apart from the
+    next: ``" Set the Access Control rules | Connection pooling is on "``, for finding a phrase among them."""
+    return " | ".join(" ".join(_PHRASE_WORDS.findall(sent.text)) for sent in sentences if not sent.heading).join("  ")
+
+
+def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: Callable[[str, str], bool],
+                   prose: str) -> list[Found]:
+    """The names a heading's run of capitalized words holds, read as the text's prose would write its words. A
+    heading (or a line in title case: :func:`core.text.names.title_case_line`) may capitalize every word ("Install
+    Traefik Alongside NGINX", "Are Better When You Know How"), so a capital there says nothing by itself; each
+    capitalized word is a name, an ordinary word or unknown by how the text writes it elsewhere (``kind``), and an
+    ordinary word the corpus writes capitalized before the next one mid-sentence is part of a name with it
+    (``joined``: "New" of "New York City" where the prose says "in New York"):
+    - a run with no ordinary word ("Traefik Proxy", or a name the text gives no other evidence of), or one the
+      document's prose writes as it stands mid-sentence ("the Power of Two Choices", ``prose``:
+      :func:`_prose_phrases`), stays whole;
+    - else it gives its stretches of other words (a lower-case connector, "of", joins two), from the first name
+      of a stretch that holds one, or whole when the stretch has two words or more, as the same words in prose
+      would: "Install Traefik Alongside NGINX" gives Traefik and NGINX, "Using Helm" Helm, "Kubernetes Provider"
+      Kubernetes, "Prepare Helm" (a verb no page writes in lower case twice) Helm, "Jan Kowalski Founded The
+      Company" Jan Kowalski;
+    - with no such stretch, the run is the name of its section when it is the whole heading ("## Access Control",
+      "## Connection Pooling"); a clause in title case within a line ("Spread the Love & Tell Us About It") is none.
+    A possessive and anything but a name (an identifier, a Chinese term) are judged as elsewhere."""
+    if f.type != "name" or f.possessive or f.quoted or f.term:
+        return [f]
+    spans = _word_spans(sentence, f)
+    if spans is None:
+        return [f]
+    words = [sentence[a:b] for a, b in spans]
+    kinds = ["connector" if w.islower() else kind(w) for w in words]
+    for i in range(len(words) - 2, -1, -1):
+        if kinds[i] == "ordinary" and kinds[i + 1] in ("name", "unknown") and joined(words[i], words[i + 1]):
+            kinds[i] = "name"
+    if "ordinary" not in kinds or _mid_sentence_phrase(prose, " ".join(_PHRASE_WORDS.findall(f.name))):
+        return [f]
+    out: list[Found] = []
+    i = 0
+    while i < len(words):
+        if kinds[i] in ("ordinary", "connector"):
+            i += 1
+            continue
+        j = i
+        # (a lower-case connector joins the stretch to a word after it that is no ordinary one)
+        while j + 1 < len(words) and (kinds[j + 1] in ("name", "unknown") or (
+                kinds[j + 1] == "connector" and j + 2 < len(words) and kinds[j + 2] in ("name", "unknown"))):
+            j += 1
+        if "name" in kinds[i:j + 1]:  # (unknown words before its first name open the clause: "Prepare Helm")
+            i = kinds.index("name", i)
+        if kinds[i] == "name" or j > i:
+            last = _POSSESSIVE_END.sub("", words[j].rstrip(_WORD_EDGES))  # ("Traefik’s Dashboard": Traefik)
+            out.append(replace(f, start=spans[i][0], end=spans[j][0] + len(last), opens=False,
+                               name=" ".join(words[i:j] + [last])))
+        i = j + 1
+    if out:
+        return out
+    whole = not _LETTER_WORD.search(sentence[:spans[0][0]] + " " + sentence[spans[-1][1]:])
+    return [f] if len(words) > 1 and whole else []
+
+
+def _word_spans(sentence: str, f: Found) -> list[tuple[int, int]] | None:
+    """Where each word of ``f.name`` stands in ``sentence``, from ``f.start`` on (a name's words are joined by
+    single spaces, where the sentence may have more, or marks a view blanked); None when they cannot be found."""
+    spans, at = [], f.start
+    for w in f.name.split():
+        k = sentence.find(w, at)
+        if k < 0:
+            return None
+        spans.append((k, k + len(w)))
+        at = k + len(w)
+    return spans or None
+
+
+def _mid_sentence_phrase(prose: str, phrase: str) -> bool:
+    """Whether ``prose`` (:func:`_prose_phrases`) holds ``phrase`` as written, after a sentence's first word (where
+    a capital is no longer its position's: "Install Traefik with the chart" writes no name)."""
+    needle, at = f" {phrase} ", 0
+    while phrase and (k := prose.find(needle, at)) >= 0:
+        if k > 0 and prose[k - 1] != "|":
+            return True
+        at = k + 1
+    return False
 
 
 def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[str], bool]) -> frozenset[str]:

@@ -6,9 +6,10 @@ extracted again, with no version to bump by hand. The texts touch every path of 
 and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
 spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
-words, fenced code, a title-case heading, a table whose cells open like sentences (with a run of capitals whose
-first word another page writes in lower case, or after a remark), a hash in an example, a name a line break
-wraps, a page titled only by its file's name), abbreviations and initials, Chinese names (one with a Latin
+words, fenced code, title-case headings (one mixing names with ordinary words) and a title-case line, a table
+whose cells open like sentences (with a run of capitals whose first word another page writes in lower case, or
+after a remark), a hash in an example, a name a line break wraps, a page titled only by its file's name),
+abbreviations and initials, Chinese names (one with a Latin
 initial) and repeated terms (runs of nouns, and nouns kept whole, inside a run too; Simplified and
 Traditional; a term another document repeats), Polish names in their cases, a capital after a Polish opening
 quote and a name quoted alone, and rows of a JSON Lines corpus, whose title the loader writes on the line above
@@ -47,7 +48,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "| `upstream` | Retry | Main server the request goes to |\n| `retry.`<br/>`attempts` | 3 | tries per request |\n"
      "| `mesh` | off | Enable Consul Connect to enable mesh routing |\n"
      "| `trace` | off | Enables Jaeger Tracing for the mesh |\n| `spans` | on | Enables span export |\n"
-     "| `delay` | 0 | (Deprecated) Defines the delay before a retry |\n| `grace` | 5 | Defines the grace period |\n"),
+     "| `delay` | 0 | (Deprecated) Defines the delay before a retry |\n| `grace` | 5 | Defines the grace period |\n"
+     "\n## Restart the Workers Alongside ASGI\n\nPlease Tell Us How It Went\n\nThe workers restart the server.\n"),
     ("guides/rate_limits.md",
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",

@@ -28,8 +28,9 @@ from typing import Any, Iterable, Sequence
 from core.text.markup import prose_view
 from core.text.script import has_cjk
 from core.text.names import (TERM_MIN_CHARS, capitalized_mid_sentence, chinese_segments, chinese_terms,
-                              lower_case_words)
+                              lower_case_words, title_case_line)
 from core.text.sentences import split_sentences
+from extraction.markdown_text import heading_line
 
 THRESHOLD_SHARE = 0.005  # the share of the corpus's word occurrences scoring below the threshold
 SMOOTHING = 0.05  # add-k smoothing of the trigram counts
@@ -77,6 +78,20 @@ def prose_tokens(text: str) -> list[str]:
     return [t.casefold() for t in _PROSE_TOKEN.findall(view)]
 
 
+def _style_lines_blanked(view: str, text: str) -> str:
+    """``view`` with its headings and its lines in title case blanked (offsets kept): their capitals are the
+    style's ("Restart the Workers"), so they are no evidence of how the corpus writes a word mid-sentence."""
+    if len(text) != len(view):
+        text = view
+    out, at = [], 0
+    for line in view.splitlines(keepends=True):
+        raw = text[at:at + len(line)]
+        out.append(" " * len(line.rstrip("\r\n")) + line[len(line.rstrip("\r\n")):]
+                   if heading_line(raw.lstrip()) or title_case_line(line, raw) else line)
+        at += len(line)
+    return "".join(out)
+
+
 @dataclass
 class TextCounts:
     """What one text adds to its corpus's :class:`WordModel`: counts of that text alone, so a corpus's model is the
@@ -107,7 +122,8 @@ class TextCounts:
             for seg in chinese_segments(view):
                 out.han_words.update(seg)
                 out.joined.update(zip(seg, seg[1:]))
-        for word, after in capitalized_mid_sentence(view, text if len(text) == len(view) else None):
+        styled = _style_lines_blanked(view, text)
+        for word, after in capitalized_mid_sentence(styled, text if len(text) == len(view) else None):
             out.capital[word] += 1
             if after:
                 out.pairs[word, after] += 1
@@ -243,16 +259,28 @@ class WordModel:
         """Whether the corpus's prose writes ``word`` in lower case, more than once ("enables", not "Alex")."""
         return self.lower.get(word.lower(), 0) >= 2
 
+    def name_word(self, word: str) -> bool:
+        """Whether the corpus's prose writes ``word`` capitalized mid-sentence more than once, and at least as often
+        as in lower case ("Traefik", "Helm"; not "install", however many headings capitalize it)."""
+        key = word.lower()
+        return self.capital.get(key, 0) >= max(2, self.lower.get(key, 0))
+
+    def mostly_lower(self, word: str) -> bool:
+        """Whether the corpus's prose writes ``word`` in lower case (:meth:`lower_word`) at least
+        :data:`LOWER_MAJORITY` times as often as capitalized mid-sentence ("options", though "the TLS Options" is
+        written too)."""
+        key = word.lower()
+        return self.lower_word(word) and self.lower[key] >= LOWER_MAJORITY * max(1, self.capital.get(key, 0))
+
     def capitalized_by_position(self, word: str, after: str = "") -> bool:
         """Whether a capital on ``word`` opening a clause (``after``: the capitalized word after it) is its
         position's: the corpus's prose writes the word in lower case (:meth:`lower_word`), at least
         :data:`LOWER_MAJORITY` times as often as with a capital mid-sentence ("w" of "W Europie", "według"; not
         "west", which a corpus writes about as often in "West Virginia" and "West Bank" as in "the west"), and never
         writes the two words capitalized mid-sentence ("in West Virginia", "at General Motors": a name)."""
-        key = word.lower()
-        if not self.lower_word(word) or (after and self.pairs.get((key, after.lower()), 0)):
+        if after and self.pairs.get((word.lower(), after.lower()), 0):
             return False
-        return self.lower[key] >= LOWER_MAJORITY * max(1, self.capital.get(key, 0))
+        return self.mostly_lower(word)
 
     def common_term(self, term: str) -> bool:
         """Whether a candidate term (a Chinese noun or run of nouns: :func:`core.text.names.chinese_terms`) is a

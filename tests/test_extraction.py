@@ -95,6 +95,38 @@ def test_words_capitalized_by_position_in_headings_and_table_cells_give_no_evide
     assert "Consul" in names, names
 
 
+def test_a_title_case_heading_or_line_names_only_what_the_text_writes_as_a_name_elsewhere() -> None:
+    from extraction.wordlike import WordModel
+
+    text = ("## Step 2: Install Traefik Alongside NGINX\n\n"
+            "Spread the Word & Tell Us About It\n\n"
+            "## Access Control\n\n"
+            "## Traefik Proxy\n\n"
+            "## Open **Traefik’s** Dashboard With Helm\n\n"
+            "- Jan Kowalski Founded The Company\n\n"
+            "We install the chart next to NGINX, then check that Traefik answers. Access control rules stay. "
+            "Install Traefik with the chart, and Helm too.\n")
+    prose = ("You install it, then tell us about the word; it spreads the word, step by step, alongside the rest. "
+             "You open the dashboard with the chart: we founded the company. ")
+    corpus = WordModel.of_texts([text, prose * 40])
+    extraction = OfflineExtractor(ExtractionSettings(), corpus).extract(
+        [Chunk("t#0000", "t", 0, text, 0, len(text), 80, "t.md", "h")]).extractions[0]
+    names = {e.name for e in extraction.entities}
+    # a run mixing names with words the text writes in lower case gives the names; a run with no word in lower
+    # case elsewhere stays whole; the whole heading names its section; a clause in title case is no name; a
+    # prose sentence opening with the heading's words ("Install Traefik with ...") is no use of it as a name
+    assert {"Traefik", "NGINX", "Traefik Proxy", "Access Control", "Helm", "Jan Kowalski"} <= names, names
+    assert not names & {"Install Traefik Alongside NGINX", "Traefik Alongside NGINX", "Tell Us About It", "Tell Us",
+                        "Word", "Step", "Spread", "Install Traefik", "Traefik’s", "Open Traefik’s Dashboard With Helm",
+                        "Jan Kowalski Founded The Company"}, names
+    # the names keep their places in the heading, emphasis and all, so what a relation quotes reads right
+    quoted = [r.description for r in extraction.relations if (r.source, r.target) == ("Traefik", "Helm")]
+    assert "Traefik’s Dashboard With Helm" in quoted, quoted
+    # the same lines' capitals are no evidence of a name in the corpus's counts either
+    styled = WordModel.of_texts(["## Restart the Workers\n\nSpread the Word & Tell Us About It\n"])
+    assert not styled.capital, styled.capital
+
+
 def test_a_run_opening_a_cell_is_no_use_of_its_first_word_when_the_corpus_writes_it_in_lower_case() -> None:
     from extraction.wordlike import WordModel
 

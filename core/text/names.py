@@ -117,6 +117,25 @@ def lower_case_words(view: str) -> list[str]:
     return [w for w in _ORDINARY.findall(view) if w.islower()]
 
 
+_LETTER_WORD = re.compile(r"[^\W\d_]+")
+_SENTENCE_END = re.compile(r"[.!?…。！？]\W*$")
+TITLE_CASE_SHARE = 0.75  # of a line's words capitalized, from which the line is written in title case
+
+
+def title_case_line(view: str, text: str | None = None) -> bool:
+    """Whether a sentence or a line (its prose view; ``text``: what the view was made from) is written in title
+    case, as a heading is ("Spread the Love & Tell Us About It" as a subtitle, "Install Traefik Alongside NGINX" as
+    a list item): three words or more, at least :data:`TITLE_CASE_SHARE` of them capitalized, no mark ending a
+    sentence, and no table row (each cell is a clause of its own, read as one: "| Anna Nowak | Warsaw |"). Its
+    capitals are its style's, and say nothing of any one word. The share was set, not tuned: prose capitalizes
+    far fewer of its words."""
+    stripped = view.strip()
+    words = _LETTER_WORD.findall(stripped)
+    if len(words) < 3 or _SENTENCE_END.search(stripped) or "|" in (view if text is None else text):
+        return False
+    return sum(w[:1].isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
+
+
 def capitalized_mid_sentence(view: str, text: str | None = None) -> list[tuple[str, str]]:
     """The words a prose view writes with a capital right after a word in lower case (a comma between them
     allowed), lower cased, each use, with the next word when it is capitalized too ("" when not): there the
