@@ -17,12 +17,14 @@ case; and "<Name>'s <noun>" is an entity of its own only when the document uses 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
-from core.text.names import Found, find_entities, ordinary_words, title_case_line
+from core.text.names import (Found, find_entities, headings_in_title_case, lower_case_words, ordinary_words,
+                             title_case_line)
 from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -67,7 +69,9 @@ class _Sentence:
     text: str  # the sentence's prose view
     start: int  # its offset in the document (for counting a phrase once where chunks overlap)
     found: tuple[Found, ...]
-    heading: bool = False  # a Markdown heading: the site's style may capitalize every word ("Main Service Options")
+    heading: bool = False  # a Markdown heading or a line in title case: its capitals may be its style's
+    section: bool = False  # a Markdown heading (one that names its section)
+    cells: str = ""  # the sentence's prose view with a table's pipes put back (:func:`_cells_apart`)
 
 
 def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordinary: frozenset[str] | None,
@@ -78,11 +82,14 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     spans = split_sentences(chunk.text, bp)
     title = _title_line(chunk)
     under_title = bool(title and spans and spans[0][0] == 0 and spans[0][1] > title)
-    return [_Sentence(view[s:e], chunk.start + s,
-                      tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
-                            else find_entities(cells[s:e], ordinary)),
-                      heading_line(chunk.text[s:e].lstrip("\r\n")) or title_case_line(view[s:e], chunk.text[s:e]))
-            for i, (s, e) in enumerate(spans)]
+    out = []
+    for i, (s, e) in enumerate(spans):
+        section = heading_line(chunk.text[s:e].lstrip("\r\n"))
+        out.append(_Sentence(view[s:e], chunk.start + s,
+                             tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
+                                   else find_entities(cells[s:e], ordinary)),
+                             section or title_case_line(view[s:e], chunk.text[s:e]), section, cells[s:e]))
+    return out
 
 
 def _found_under_title(text: str, cells: str, title: int, end: int, ordinary: frozenset[str] | None) -> list[Found]:
@@ -163,7 +170,7 @@ class OfflineExtractor:
         return lambda w, after: w not in recurring and judge(w, after)
 
     def _heading_run(self, recurring: frozenset[str], lower_case: Callable[[str], bool],
-                     prose: str) -> Callable[[str, Found], list[Found]]:
+                     prose: str) -> Callable[[str, Found, bool], list[Found]]:
         """What a run of capitalized words in a heading names (:func:`_heading_names`). A word's capital there is
         the heading style's, so each word is judged by how the text writes it elsewhere: a name when its shape
         says so (capitals inside a part of it, a digit), or when the corpus's prose writes it capitalized
@@ -190,7 +197,7 @@ class OfflineExtractor:
             return words is not None and words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()),
                                                          0) > 0
 
-        return lambda sentence, f: _heading_names(sentence, f, kind, joined, prose)
+        return lambda sentence, f, section: _heading_names(sentence, f, kind, joined, prose, section)
 
     def _term(self, name: str, phrases: frozenset[str]) -> bool:
         """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
@@ -214,13 +221,16 @@ class OfflineExtractor:
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str,
                            self._by_position(ordinary, recurring), lower_case,
-                           self._heading_run(recurring, lower_case, _prose_phrases(sentences)))
+                           self._heading_run(recurring, lower_case, _prose_phrases(sentences)),
+                           headings_in_title_case((sent.text for sent in sentences if sent.section),
+                                                  Counter(lower_case_words(view))))
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
                by_position: Callable[[str, str], bool] = lambda w, after: False,
                lower_case: Callable[[str], bool] = lambda w: False,
-               heading_run: Callable[[str, Found], list[Found]] = lambda s, f: [f]) -> ChunkExtraction:
+               heading_run: Callable[[str, Found, bool], list[Found]] = lambda s, f, section: [f],
+               title_case: bool = True) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
@@ -228,7 +238,10 @@ class OfflineExtractor:
             sentence = sent.text
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
-            found = ([g for f in sent.found for g in heading_run(sentence, f)] if sent.heading
+            # (a heading of a document that writes its headings in sentence case keeps its capitals: "Historia
+            # Uniwersytetu Jagiellońskiego", "Standard library types")
+            found = (list(sent.found) if sent.section and not title_case
+                     else [g for f in sent.found for g in heading_run(sentence, f, sent.section)] if sent.heading
                      else [_opening_word_apart(f, sentence, by_position) for f in sent.found])
             # (a word quoted alone, "Titanic" or "Save", is a name unless the corpus writes it in lower case)
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
@@ -287,8 +300,11 @@ class OfflineExtractor:
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             by_position = self._by_position(ordinary, recurring)
             heading_run = self._heading_run(recurring, lower_case, _prose_phrases(every))
+            title_case = headings_in_title_case((sent.text for sent in every if sent.section),
+                                                Counter(w for v in views.values() for w in lower_case_words(v)))
             for c in cs:
-                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case, heading_run)
+                per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case, heading_run,
+                                   title_case)
         return ExtractionResult(tuple(self._build(c, *per_chunk[c.id]) for c in chunks))
 
 
@@ -353,16 +369,19 @@ _LETTER_WORD = re.compile(r"[^\W\d_]+")
 _WORD_PARTS = re.compile(r"[-'’/]")
 _POSSESSIVE_END = re.compile(r"['’]s$")
 _PHRASE_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_PHRASE_TOKENS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?|[^\w\s]")
 
 
 def _prose_phrases(sentences: Iterable[_Sentence]) -> str:
-    """The words of a document's sentences but its headings, as written and spaced, a sentence apart from the
-    next: ``" Set the Access Control rules | Connection pooling is on "``, for finding a phrase among them."""
-    return " | ".join(" ".join(_PHRASE_WORDS.findall(sent.text)) for sent in sentences if not sent.heading).join("  ")
+    """The words and marks of a document's sentences but its headings, as written and spaced, a sentence apart
+    from the next: ``" Set the Access Control rules | Connection pooling is on . "``, for finding a phrase
+    among them (a table's pipes stay: a cell opens a clause)."""
+    return " | ".join(" ".join(_PHRASE_TOKENS.findall(sent.cells or sent.text))
+                      for sent in sentences if not sent.heading).join("  ")
 
 
 def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: Callable[[str, str], bool],
-                   prose: str) -> list[Found]:
+                   prose: str, section: bool = True) -> list[Found]:
     """The names a heading's run of capitalized words holds, read as the text's prose would write its words. A
     heading (or a line in title case: :func:`core.text.names.title_case_line`) may capitalize every word ("Install
     Traefik Alongside NGINX", "Are Better When You Know How"), so a capital there says nothing by itself; each
@@ -399,11 +418,13 @@ def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: 
             i += 1
             continue
         j = i
-        # (a lower-case connector joins the stretch to a word after it that is no ordinary one)
-        while j + 1 < len(words) and (kinds[j + 1] in ("name", "unknown") or (
-                kinds[j + 1] == "connector" and j + 2 < len(words) and kinds[j + 2] in ("name", "unknown"))):
+        # (a lower-case connector joins the stretch to a word after it that is no ordinary one; a possessive ends
+        # it: "Traefik’s" of "Using Traefik’s Helm Chart")
+        while j + 1 < len(words) and not _POSSESSIVE_END.search(words[j].rstrip(_WORD_EDGES)) and (
+                kinds[j + 1] in ("name", "unknown") or (
+                    kinds[j + 1] == "connector" and j + 2 < len(words) and kinds[j + 2] in ("name", "unknown"))):
             j += 1
-        if "name" in kinds[i:j + 1]:  # (unknown words before its first name open the clause: "Prepare Helm")
+        if i == 0 and "name" in kinds[i:j + 1]:  # (unknown words opening the run before a name: "Prepare Helm")
             i = kinds.index("name", i)
         if kinds[i] == "name" or j > i:
             last = _POSSESSIVE_END.sub("", words[j].rstrip(_WORD_EDGES))  # ("Traefik’s Dashboard": Traefik)
@@ -412,7 +433,7 @@ def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: 
         i = j + 1
     if out:
         return out
-    whole = not _LETTER_WORD.search(sentence[:spans[0][0]] + " " + sentence[spans[-1][1]:])
+    whole = section and not _LETTER_WORD.search(sentence[:spans[0][0]] + " " + sentence[spans[-1][1]:])
     return [f] if len(words) > 1 and whole else []
 
 
@@ -430,14 +451,17 @@ def _word_spans(sentence: str, f: Found) -> list[tuple[int, int]] | None:
 
 
 def _mid_sentence_phrase(prose: str, phrase: str) -> bool:
-    """Whether ``prose`` (:func:`_prose_phrases`) holds ``phrase`` as written, after a sentence's first word (where
-    a capital is no longer its position's: "Install Traefik with the chart" writes no name)."""
+    """Whether ``prose`` (:func:`_prose_phrases`) holds ``phrase`` as written right after a word in lower case,
+    where its capitals are its own ("uses the Power of Two Choices"; not "Install Traefik with the chart", nor
+    after a colon or in a table cell)."""
     needle, at = f" {phrase} ", 0
     while phrase and (k := prose.find(needle, at)) >= 0:
-        if k > 0 and prose[k - 1] != "|":
+        before = prose[:k].rsplit(" ", 1)[-1]
+        if before.islower():
             return True
         at = k + 1
     return False
+
 
 
 def _mid_sentence_words(sentences: Iterable[_Sentence], lower_case: Callable[[str], bool]) -> frozenset[str]:

@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 from core.text.markup import prose_view
 from core.text.script import has_cjk
 from core.text.names import (TERM_MIN_CHARS, capitalized_mid_sentence, chinese_segments, chinese_terms,
-                              lower_case_words, title_case_line)
+                              headings_in_title_case, lower_case_words, title_case_line)
 from core.text.sentences import split_sentences
 from extraction.markdown_text import heading_line
 
@@ -79,16 +79,23 @@ def prose_tokens(text: str) -> list[str]:
 
 
 def _style_lines_blanked(view: str, text: str) -> str:
-    """``view`` with its headings and its lines in title case blanked (offsets kept): their capitals are the
-    style's ("Restart the Workers"), so they are no evidence of how the corpus writes a word mid-sentence."""
+    """``view`` with its lines in title case blanked, and its headings when it writes them in title case
+    (:func:`core.text.names.headings_in_title_case`), offsets kept: their capitals are the style's ("Restart the
+    Workers"), so they are no evidence of how the corpus writes a word mid-sentence."""
     if len(text) != len(view):
         text = view
-    out, at = [], 0
+    lines: list[tuple[str, str, bool]] = []  # each line of the view, of the text, and whether it is a heading
+    at = 0
     for line in view.splitlines(keepends=True):
         raw = text[at:at + len(line)]
-        out.append(" " * len(line.rstrip("\r\n")) + line[len(line.rstrip("\r\n")):]
-                   if heading_line(raw.lstrip()) or title_case_line(line, raw) else line)
+        lines.append((line, raw, heading_line(raw.lstrip())))
         at += len(line)
+    headings = [line for line, _, heading in lines if heading]
+    styled = bool(headings) and headings_in_title_case(headings, Counter(lower_case_words(view)))
+    out = []
+    for line, raw, heading in lines:
+        body = len(line.rstrip("\r\n"))
+        out.append(" " * body + line[body:] if (heading and styled) or title_case_line(line, raw) else line)
     return "".join(out)
 
 

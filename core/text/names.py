@@ -16,6 +16,7 @@ everywhere (the entity merge, the lexicon, the graph walk), is :func:`core.text.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -119,7 +120,7 @@ def lower_case_words(view: str) -> list[str]:
 
 _LETTER_WORD = re.compile(r"[^\W\d_]+")
 _SENTENCE_END = re.compile(r"[.!?…。！？]\W*$")
-TITLE_CASE_SHARE = 0.75  # of a line's words capitalized, from which the line is written in title case
+TITLE_CASE_SHARE = 0.8  # of a line's words capitalized, from which the line is written in title case
 
 
 def title_case_line(view: str, text: str | None = None) -> bool:
@@ -128,12 +129,41 @@ def title_case_line(view: str, text: str | None = None) -> bool:
     a list item): three words or more, at least :data:`TITLE_CASE_SHARE` of them capitalized, no mark ending a
     sentence, and no table row (each cell is a clause of its own, read as one: "| Anna Nowak | Warsaw |"). Its
     capitals are its style's, and say nothing of any one word. The share was set, not tuned: prose capitalizes
-    far fewer of its words."""
+    far fewer of its words, though a short item may capitalize three of its four ("Deploys to Google Cloud")."""
     stripped = view.strip()
     words = _LETTER_WORD.findall(stripped)
     if len(words) < 3 or _SENTENCE_END.search(stripped) or "|" in (view if text is None else text):
         return False
     return sum(w[:1].isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
+
+
+# of the words after a heading's first that a document writes in lower case elsewhere, the share capitalized in its
+# headings from which it writes them in title case (set, not tuned: title case capitalizes every word but short
+# function words, sentence case none but names)
+HEADING_TITLE_CASE_SHARE = 0.5
+# a document's most used words in lower case, which both styles leave in lower case ("the", "of", "w", "i"): they
+# tell neither
+HEADING_STYLE_FREQUENT = 20
+
+
+def headings_in_title_case(headings: Iterable[str], lower: Counter[str]) -> bool:
+    """Whether a document writes its headings in title case ("Install Traefik Alongside NGINX"), not in sentence
+    case ("Standard library types", "Historia Uniwersytetu Jagiellońskiego"): of the words after a heading's first
+    that the document writes in lower case (``lower``: its uses of each), but for its
+    :data:`HEADING_STYLE_FREQUENT` most used, at least :data:`HEADING_TITLE_CASE_SHARE` are capitalized there.
+    With none to judge by, title case (a capital then says nothing either way)."""
+    frequent = {w for w, _ in lower.most_common(HEADING_STYLE_FREQUENT)}
+    capital = uncapitalized = 0
+    for heading in headings:
+        for w in _LETTER_WORD.findall(heading)[1:]:
+            key = w.lower()
+            if key in lower and key not in frequent:
+                if w.islower():
+                    uncapitalized += 1
+                elif w[:1].isupper():
+                    capital += 1
+    judged = capital + uncapitalized
+    return judged == 0 or capital >= HEADING_TITLE_CASE_SHARE * judged
 
 
 def capitalized_mid_sentence(view: str, text: str | None = None) -> list[tuple[str, str]]:
