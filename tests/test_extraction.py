@@ -127,6 +127,23 @@ def test_a_title_case_heading_or_line_names_only_what_the_text_writes_as_a_name_
     assert not styled.capital, styled.capital
 
 
+def test_headings_in_sentence_case_keep_their_capitals_and_a_short_item_is_no_title_case_line() -> None:
+    from extraction.wordlike import WordModel
+
+    # this page writes its headings in sentence case ("Życie i twórczość", "Nagrody i wyróżnienia"): a capital
+    # there is the word's own, as in prose
+    text = ("# Historia uczelni\n\nUczelnia ma długą historię, a jej twórczość i nagrody są znane.\n\n"
+            "## Historia Uniwersytetu Jagiellońskiego\n\nTo rektor Uniwersytetu Jagiellońskiego mówi.\n\n"
+            "## Życie i twórczość\n\nTwórczość rektora jest znana.\n\n## Nagrody i wyróżnienia\n\nNagrody są liczne.\n\n"
+            "- Deploys to Google Cloud\n\n"
+            + "To jest tekst, a w nim są słowa, które się w nim powtarzają i są w nim na to, by tak było. " * 6)
+    corpus = WordModel.of_texts([text, "historia uczelni i jej historia to długa historia. The cloud is big. " * 20])
+    names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract(
+        [Chunk("h#0000", "h", 0, text, 0, len(text), 120, "h.md", "h")]).extractions[0].entities}
+    assert "Google Cloud" in names, names  # "Deploys to Google Cloud" writes three words in four capitalized
+    assert "Historia Uniwersytet Jagielloński" in names, names
+
+
 def test_a_run_opening_a_cell_is_no_use_of_its_first_word_when_the_corpus_writes_it_in_lower_case() -> None:
     from extraction.wordlike import WordModel
 
