@@ -47,6 +47,10 @@ from mdit_py_plugins.tasklists import tasklists_plugin
 
 # A line that is only an attribute list: "{ .annotate }", "{: #id .class }".
 _ATTR_LINE = re.compile(r"^[ \t]*\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:[ \t]+[^{}]*)?\}[ \t]*$")
+# An attribute list right after an inline element ("**`locale`**{ #mkdocs-locale }", "[Save](#){ .md-button }"), where
+# the parser's plugin leaves it (after emphasis); not one written inside a code span ("`{ #id }`").
+_INLINE_ATTRS = re.compile(r"(?<=[*_`\])])\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|[^\s{}`]+))"
+                           r"(?:[ \t]+[^{}\n`]*)?\}(?!`)")
 # An attribute list at the end of a heading, with the closing sequence before it: "## A ## {: #a }", "# A { #a }".
 _HEADING_ATTRS = re.compile(r"(?:[ \t]+#+)?[ \t]*\{:?[ \t]*[#.][^{}\n]*\}[ \t]*$")
 _HEADING_LINE = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]")
@@ -178,6 +182,8 @@ def _prepare(text: str) -> str:
             continue
         if _HEADING_LINE.match(line):
             line = _HEADING_ATTRS.sub("", line)
+        if "{" in line:
+            line = _INLINE_ATTRS.sub("", line)
         out.append(line)
         prose.append(line)  # indented lines too: list items and admonition bodies are indented prose
     return "\n".join(out) + _missing_definitions(prose, fence)
@@ -216,6 +222,21 @@ def _missing_definitions(prose: list[str], fence: str | None) -> str:
         return ""
     closing = f"\n{fence}" if fence is not None else ""  # a fence left open ends here, not after the definitions
     return closing + "".join(f"\n\n[{label}]: #" for label in missing.values())
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a blockquote's lines ("> "), but for its fenced code, which leaves the quote: a fence is code only
+    where a line opens with it, for the chunker and the prose view as for any reader of the text."""
+    out: list[str] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if fence is not None or m:
+            out.append(line)
+            fence = (None if _closes(m, line, fence) else fence) if fence is not None else m.group(1)  # type: ignore[union-attr]
+            continue
+        out.append("> " + line if line else ">")
+    return "\n".join(out)
 
 
 def _closes(m: re.Match[str] | None, line: str, fence: str) -> bool:
@@ -409,7 +430,7 @@ class _Writer:
             return [f"{ticks}{lang}\n{body}\n{ticks}"]
         if t == "blockquote":
             inner = "\n\n".join(self.blocks(node))
-            return ["\n".join("> " + ln if ln else ">" for ln in inner.split("\n"))] if inner.strip() else []
+            return [_quoted(inner)] if inner.strip() else []
         if t == "table":
             return self._table(node)
         if t == "html_block":

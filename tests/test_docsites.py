@@ -50,6 +50,14 @@ to copy. The value must be `g`reater than the <abbr title="time to live">TTL</ab
 - [x] done item
 { .annotate }
 
+- **`locale`**{ #page-locale }: The locale used.
+
+> Old style:
+>
+> ```python
+> print("hi")
+> ```
+
 | Option | Meaning |
 | --- | --- |
 | `ttl` | how long |
@@ -78,6 +86,8 @@ def test_generator_markdown_becomes_clean_text() -> None:
         assert leak not in text, leak
     assert "A wildcard certificate covers every subdomain. Press Ctrl to copy." in text
     assert "must be greater than the TTL of the record." in text  # a code span inside a word is part of it
+    assert "- `locale`: The locale used." in text  # an attribute list after emphasis goes
+    assert '> Old style:\n>\n```python\nprint("hi")\n```' in text  # code in a quote is code where a line opens
     assert "Renewal order" in text and "Certificates renew before they expire." in text
     assert "\nNote\n" not in text and "\nTip\n" not in text  # a bare admonition's type is not the writer's words
     assert "pyproject.toml\n\n```toml\n[tool.example]\nkey = \"value\"\n```" in text  # a tab: its label, its code
