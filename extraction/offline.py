@@ -23,8 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
-from core.text.names import (Found, find_entities, headings_in_title_case, lower_case_words, ordinary_words,
-                             title_case_line)
+from core.text.names import Found, find_entities, headings_in_title_case, lower_case_words, title_case_line
 from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -169,6 +168,16 @@ class OfflineExtractor:
             lambda w, after: w.lower() in ordinary)
         return lambda w, after: w not in recurring and judge(w, after)
 
+    def _headings(self, sentences: Sequence[_Sentence], recurring: frozenset[str], lower_case: Callable[[str], bool],
+                  lower: Counter[str]) -> tuple[Callable[[str, Found, bool], list[Found]], bool]:
+        """How a document's headings are read: what a heading's run names (:meth:`_heading_run`), and whether the
+        document writes its headings in title case (``lower``: its uses of words in lower case). A document with
+        no heading nor title-case line reads none, and pays for neither."""
+        if not any(sent.heading for sent in sentences):
+            return (lambda sentence, f, section: [f]), True
+        return (self._heading_run(recurring, lower_case, _prose_phrases(sentences)),
+                headings_in_title_case((sent.text for sent in sentences if sent.section), lower))
+
     def _heading_run(self, recurring: frozenset[str], lower_case: Callable[[str], bool],
                      prose: str) -> Callable[[str, Found, bool], list[Found]]:
         """What a run of capitalized words in a heading names (:func:`_heading_names`). A word's capital there is
@@ -214,16 +223,15 @@ class OfflineExtractor:
         in ``names_mid_sentence`` (by default the chunk's own names); what a document tells about its words
         (boilerplate, lower-case words, repeated phrases) comes from the chunk alone."""
         view = prose_view(chunk.text)
-        ordinary = ordinary_words([view])
+        lower = Counter(lower_case_words(view))
+        ordinary = frozenset(lower)
         sentences = _chunk_sentences(chunk, (), ordinary, view)
         lower_case = self._lower_case(ordinary)
         recurring = names_mid_sentence if names_mid_sentence is not None else _mid_sentence_words(sentences, lower_case)
         return self._build(chunk, sentences, recurring, _repeated_possessives(sentences) | _recurring_terms(sentences),
                            _base_form(view) if self.settings.name_base_forms else str,
                            self._by_position(ordinary, recurring), lower_case,
-                           self._heading_run(recurring, lower_case, _prose_phrases(sentences)),
-                           headings_in_title_case((sent.text for sent in sentences if sent.section),
-                                                  Counter(lower_case_words(view))))
+                           *self._headings(sentences, recurring, lower_case, lower))
 
     def _build(self, chunk: Chunk, sentences: Sequence[_Sentence], recurring: frozenset[str],
                phrases: frozenset[str], base: Callable[[str], str] = str,
@@ -291,7 +299,8 @@ class OfflineExtractor:
         for cs in by_doc.values():
             boilerplate = document_boilerplate([(c.start, c.text) for c in cs])
             views = {c.id: prose_view(c.text, extra=clip(boilerplate, c.start, c.end)) for c in cs}
-            ordinary = ordinary_words(views.values())
+            lower = Counter(w for v in views.values() for w in lower_case_words(v))
+            ordinary = frozenset(lower)
             sentences = {c.id: _chunk_sentences(c, boilerplate, ordinary, views[c.id]) for c in cs}
             every = [sent for ss in sentences.values() for sent in ss]
             lower_case = self._lower_case(ordinary)
@@ -299,9 +308,7 @@ class OfflineExtractor:
             phrases = _repeated_possessives(every) | _recurring_terms(every)
             base = _base_form(" ".join(views.values())) if self.settings.name_base_forms else str
             by_position = self._by_position(ordinary, recurring)
-            heading_run = self._heading_run(recurring, lower_case, _prose_phrases(every))
-            title_case = headings_in_title_case((sent.text for sent in every if sent.section),
-                                                Counter(w for v in views.values() for w in lower_case_words(v)))
+            heading_run, title_case = self._headings(every, recurring, lower_case, lower)
             for c in cs:
                 per_chunk[c.id] = (sentences[c.id], recurring, phrases, base, by_position, lower_case, heading_run,
                                    title_case)
@@ -456,8 +463,7 @@ def _mid_sentence_phrase(prose: str, phrase: str) -> bool:
     after a colon or in a table cell)."""
     needle, at = f" {phrase} ", 0
     while phrase and (k := prose.find(needle, at)) >= 0:
-        before = prose[:k].rsplit(" ", 1)[-1]
-        if before.islower():
+        if prose[prose.rfind(" ", 0, k) + 1:k].islower():  # the token before it
             return True
         at = k + 1
     return False

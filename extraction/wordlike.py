@@ -78,10 +78,11 @@ def prose_tokens(text: str) -> list[str]:
     return [t.casefold() for t in _PROSE_TOKEN.findall(view)]
 
 
-def _style_lines_blanked(view: str, text: str) -> str:
+def _style_lines_blanked(view: str, text: str, lower: Counter[str]) -> str:
     """``view`` with its lines in title case blanked, and its headings when it writes them in title case
     (:func:`core.text.names.headings_in_title_case`), offsets kept: their capitals are the style's ("Restart the
-    Workers"), so they are no evidence of how the corpus writes a word mid-sentence."""
+    Workers"), so they are no evidence of how the corpus writes a word mid-sentence. ``lower``: the view's uses of
+    words in lower case (:func:`core.text.names.lower_case_words`)."""
     if len(text) != len(view):
         text = view
     lines: list[tuple[str, str, bool]] = []  # each line of the view, of the text, and whether it is a heading
@@ -91,7 +92,7 @@ def _style_lines_blanked(view: str, text: str) -> str:
         lines.append((line, raw, heading_line(raw.lstrip())))
         at += len(line)
     headings = [line for line, _, heading in lines if heading]
-    styled = bool(headings) and headings_in_title_case(headings, Counter(lower_case_words(view)))
+    styled = bool(headings) and headings_in_title_case(headings, lower)
     out = []
     for line, raw, heading in lines:
         body = len(line.rstrip("\r\n"))
@@ -129,7 +130,7 @@ class TextCounts:
             for seg in chinese_segments(view):
                 out.han_words.update(seg)
                 out.joined.update(zip(seg, seg[1:]))
-        styled = _style_lines_blanked(view, text)
+        styled = _style_lines_blanked(view, text, out.lower)
         for word, after in capitalized_mid_sentence(styled, text if len(text) == len(view) else None):
             out.capital[word] += 1
             if after:
