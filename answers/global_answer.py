@@ -30,6 +30,7 @@ from answers.messages import ENGLISH as IN_ENGLISH, answer_language, listed, say
 from answers.sections import corpus_sections, describe_sections
 from communities.sentences import chunk_is_first, mmr, normalized, sentences_of
 from core.records import Finding, Report
+from core.settings import kind_weight
 from core.text import cjk, shapes, spans
 from core.text.language import detect_language
 from core.text.script import CJK_RUN
@@ -251,20 +252,23 @@ def _breadth(reports: Sequence[Report]) -> np.ndarray:
 
 def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, limit: int, *,
                 index: ChunkIndex | None = None, query_vector: np.ndarray | None = None,
-                whole: bool = False) -> list[Point]:
+                whole: bool = False, kind_weights: Mapping[str, float] | None = None) -> list[Point]:
     """Map step: score every sentence the reports offer for the question and keep the ``limit`` best reports'
     points, best report first (a report's rank is its best point plus the mean of its next two).
 
     Without ``index`` only the reports' own findings are candidates and relevance is lexical. With ``whole`` (a
     question about the collection as a whole that names nothing in it, :func:`about_the_whole`) words shared
     with the question mean nothing: reports rank by how much of the corpus their community spans, and their
-    points by centrality (the report's own findings first)."""
+    points by centrality (the report's own findings first), each point weighted by its page's kind
+    (``kind_weights``, :func:`core.settings.kind_weight`: a changelog's line is no main topic, though its
+    community may be large)."""
     cands = _candidates(reports, index)
     if not cands:
         return []
     if whole:
         breadth = _breadth(reports)
-        scores = np.array([0.6 * breadth[pos] + 0.3 * pr + 0.1 * reports[pos].rating / 10.0 for pos, _, pr in cands])
+        scores = np.array([(0.6 * breadth[pos] + 0.3 * pr + 0.1 * reports[pos].rating / 10.0)
+                           * _kind_weight(index, p.chunk_ids, kind_weights) for pos, p, pr in cands])
         return _ranked_points(cands, scores, reports, limit)
     texts = [p.text for _, p, _ in cands]
     lex = _lexical(question, texts, tokenizer)
@@ -284,6 +288,12 @@ def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, 
     scores = (w_lex * lex + w_dense * dense + 0.1 * prior + 0.05 * rating
               + 0.1 * np.array([report_lex[pos] for pos, _, _ in cands]))
     return _ranked_points(cands, scores, reports, limit)
+
+
+def _kind_weight(index: ChunkIndex | None, chunk_ids: Sequence[str], weights: Mapping[str, float] | None) -> float:
+    """How much a point quoted from ``chunk_ids[0]`` counts by its page's kind (1 without an index or a kind)."""
+    row = index.by_id.get(chunk_ids[0]) if index is not None and chunk_ids else None
+    return kind_weight(index.rows[row].fields.get("kind"), weights) if row is not None else 1.0
 
 
 def _ranked_points(cands: Sequence[tuple[int, Point, float]], scores: np.ndarray, reports: Sequence[Report],
@@ -383,7 +393,7 @@ def pick_level(reports: Sequence[Report], level: int | None) -> list[Report]:
 
 def global_answer(question: str, route: RouteDecision, reports: Sequence[Report], index: ChunkIndex,
                   level: int | None, max_reports: int, max_points: int, *,
-                  query_vector: np.ndarray | None = None) -> Answer:
+                  query_vector: np.ndarray | None = None, kind_weights: Mapping[str, float] | None = None) -> Answer:
     """The offline global answer: map over the level's reports, reduce to diverse quoted points; says so
     plainly when the corpus does not seem to cover the question."""
     selected = pick_level(reports, level)
@@ -394,7 +404,8 @@ def global_answer(question: str, route: RouteDecision, reports: Sequence[Report]
     if not cover.covered:
         return not_covered(question, route, cover)
     whole = about_the_whole(route, reports)
-    points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv, whole=whole)
+    points = map_reports(question, selected, index.tokenizer, max_reports, index=index, query_vector=qv, whole=whole,
+                         kind_weights=kind_weights)
     # A question about the whole gets the broadest communities' central points, a few from each.
     answer = reduce_points(question, route, points, index, max_points, per_report=2 if whole else 3,
                            pages=report_pages(selected, index))

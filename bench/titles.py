@@ -9,7 +9,8 @@ do not depend on it), then measures what a reader sees, judged apart from the ex
 - ``titles``: community reports written;
 - ``titles_not_words``: titles not made of words. A title is words when every whitespace-separated token
   (surrounding punctuation removed) occurs, case folded, as an ordinary word of the corpus's prose outside code
-  (fenced blocks and code spans removed), a number after a word excepted ("HTTP 504");
+  (fenced blocks and code spans removed), or its possessive does ("Hamlet" of "Hamlet's father"), a number after
+  a word excepted ("HTTP 504");
 - ``cut_titles``: titles cut mid-phrase: the last word is one of the corpus's 100 most frequent prose words and
   one its prose almost never ends a sentence or a line with (under 2% of its uses: "the", "of", "any", "by");
 - ``identifier_titles``: titles made only of code identifiers (a token with ``_``, an inner dot, a lower-to-upper
@@ -227,7 +228,8 @@ class Prose:
                 if not after_word:
                     return False
                 continue
-            if tok.casefold() not in self.uses:
+            # (a name the prose writes only in its possessive is still its word: "Pharaoh" of "Pharaoh's daughters")
+            if not any(form in self.uses for t in (tok.casefold(),) for form in (t, f"{t}'s", f"{t}’s")):
                 return False
             after_word = True
         return after_word

@@ -25,7 +25,7 @@ from core.text.glue import ENGLISH, glue_for
 from communities.titles import extractive_title, title_rank, title_worthy, topic_title, unique_titles
 from core.records import Chunk, Community, Entity, Finding, GraphSnapshot, Report, document_of
 from core.settings import CommunitySettings
-from extraction.kinds import kind_weight
+from core.settings import kind_weight
 from extraction.wordlike import prose_tokens
 
 

@@ -9,7 +9,7 @@ Values come from, highest first: the constructor's arguments (the CLI's flags), 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -120,6 +120,12 @@ class StoreSettings(BaseModel):
 # communities for answers about the whole corpus.
 DEFAULT_KIND_WEIGHTS: dict[str, float] = {"guide": 1.0, "reference": 1.0, "glossary": 0.7, "index": 0.5,
                                           "changelog": 0.2}
+
+
+def kind_weight(kind: object, weights: Mapping[str, float] | None = None) -> float:
+    """How much a passage of ``kind`` counts (1 for a document without a kind, or of a kind not listed)."""
+    table = DEFAULT_KIND_WEIGHTS if weights is None else weights
+    return float(table.get(kind, 1.0)) if isinstance(kind, str) else 1.0
 
 
 class CommunitySettings(BaseModel):

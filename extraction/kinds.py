@@ -6,8 +6,10 @@ answer about the whole site: a changelog names every feature once per release an
 largest communities of the graph. The kind is read from the page's shape as the Markdown parser counted it
 (:class:`extraction.markdown_text.MarkdownShape`), never from its words:
 
-- ``changelog``: the page's title names a version (release notes: "Hatch v1.8.0"), or most section headings name
-  a version or a date and list items outnumber paragraphs;
+- ``changelog``: the page's title names a version (release notes: "Hatch v1.8.0") and the page does not have a
+  reference's shape (below: "OAuth 2.0 ..." with its options in tables documents a protocol's version), or most section headings of one
+  level name a version or a date (a release's own "Fixed" and "Added" sit a level below) and list items
+  outnumber paragraphs;
 - ``glossary``: definition-list terms make up a large part of the page;
 - ``index``: most of its words are link texts, or it is short and mostly links;
 - ``reference``: many section headings are code (an option, a command), or tables and code blocks outnumber
@@ -17,12 +19,13 @@ largest communities of the graph. The kind is read from the page's shape as the 
 The kind is recorded in each document's metadata (``kind``), so ``metadata_filter`` can select it
 (``{"kind": "guide"}``); a ``kind`` given in the front matter or a sidecar wins. :data:`DEFAULT_WEIGHTS` is how
 much each kind counts when communities and answers about the whole corpus are ranked (settable as
-``communities.kind_weights``).
+``communities.kind_weights``; :func:`core.settings.kind_weight` reads it, so the question path needs no
+module of extraction/).
 """
 
 from __future__ import annotations
 
-from typing import Literal, Mapping
+from typing import Literal
 
 from core.settings import DEFAULT_KIND_WEIGHTS
 from extraction.markdown_text import MarkdownShape, names_version
@@ -31,7 +34,7 @@ Kind = Literal["changelog", "reference", "glossary", "index", "guide"]
 KINDS: tuple[Kind, ...] = ("guide", "reference", "changelog", "glossary", "index")
 DEFAULT_WEIGHTS = DEFAULT_KIND_WEIGHTS  # how much a passage of each kind counts (settable: communities.kind_weights)
 
-CHANGELOG_HEADING_SHARE = 0.5  # of section headings naming a version or a date
+CHANGELOG_HEADING_SHARE = 0.5  # of one level's section headings naming a version or a date
 MIN_CHANGELOG_HEADINGS = 2
 GLOSSARY_TERM_SHARE = 0.4  # of blocks that are definition-list terms
 MIN_GLOSSARY_TERMS = 5
@@ -43,24 +46,32 @@ MIN_REFERENCE_HEADINGS = 3
 def kind_of(shape: MarkdownShape, title: str | None = None) -> Kind:
     """The kind of a page of this shape (see the module docstring); ``title``: its title from its metadata, when
     it has one (a page titled by its front matter has no level-1 heading)."""
-    if title and names_version(title):
+    reference = (shape.headings >= MIN_REFERENCE_HEADINGS
+                 and shape.code_headings >= REFERENCE_CODE_HEADING_SHARE * shape.headings
+                 or shape.table_rows + shape.code_blocks > shape.paragraphs + shape.list_items)
+    # A version in the title names a release unless the page has a reference's shape: then it is the version of
+    # what the page documents ("OAuth 2.0 Client Credentials Authentication", its options in tables).
+    if ((title and names_version(title)) or shape.version_title) and not reference:
         return "changelog"
-    if shape.version_title:
-        return "changelog"
-    if (shape.headings >= MIN_CHANGELOG_HEADINGS and shape.version_headings >= CHANGELOG_HEADING_SHARE * shape.headings
-            and shape.list_items > shape.paragraphs):
+    if _release_sections(shape) and shape.list_items > shape.paragraphs:
         return "changelog"
     if shape.terms >= MIN_GLOSSARY_TERMS and shape.terms >= GLOSSARY_TERM_SHARE * shape.blocks:
         return "glossary"
     if shape.words and shape.link_words >= INDEX_LINK_SHARE * shape.words:
         return "index"
-    if (shape.headings >= MIN_REFERENCE_HEADINGS and shape.code_headings >= REFERENCE_CODE_HEADING_SHARE * shape.headings
-            or shape.table_rows + shape.code_blocks > shape.paragraphs + shape.list_items):
-        return "reference"
-    return "guide"
+    return "reference" if reference else "guide"
 
 
-def kind_weight(kind: object, weights: Mapping[str, float] | None = None) -> float:
-    """How much a passage of ``kind`` counts (1 for a document without a kind, or of a kind not listed)."""
-    table = DEFAULT_WEIGHTS if weights is None else weights
-    return float(table.get(kind, 1.0)) if isinstance(kind, str) else 1.0
+def _release_sections(shape: MarkdownShape) -> bool:
+    """Whether the page's sections are releases: at the heading level where most headings name a version or a
+    date, at least :data:`MIN_CHANGELOG_HEADINGS` do, and at least :data:`CHANGELOG_HEADING_SHARE` of that level's
+    headings. Read per level because a release's own sections ("Fixed", "Added", a feature it describes) sit a
+    level below its heading and outnumber the releases on a page of long release notes."""
+    versions = shape.level_version_headings
+    if not versions:
+        return False
+    level = max(versions, key=lambda lv: (versions[lv], -lv))
+    return (versions[level] >= MIN_CHANGELOG_HEADINGS
+            and versions[level] >= CHANGELOG_HEADING_SHARE * shape.level_headings[level])
+
+

@@ -96,7 +96,8 @@ class MarkdownShape:
 
     version_title: bool = False  # the page's title (its level-1 heading) names a version: release notes
     headings: int = 0  # section headings (level 2 and below; the page title is level 1)
-    version_headings: int = 0  # of which name a version or a date ("1.18.0 - 2026-08-11")
+    level_headings: dict[int, int] = field(default_factory=dict)  # section headings at each level
+    level_version_headings: dict[int, int] = field(default_factory=dict)  # of which name a version or a date
     code_headings: int = 0  # of which hold a code span ("`build`", an option's name)
     list_items: int = 0
     paragraphs: int = 0
@@ -393,7 +394,9 @@ class _Writer:
                 self.shape.version_title = True
             if level >= 2:
                 self.shape.headings += 1
-                self.shape.version_headings += names_version(text)
+                self.shape.level_headings[level] = self.shape.level_headings.get(level, 0) + 1
+                if names_version(text):
+                    self.shape.level_version_headings[level] = self.shape.level_version_headings.get(level, 0) + 1
                 self.shape.code_headings += any(c.type == "code_inline" for i in node.children for c in i.children)
             self.shape.words += len(_WORDS.findall(text))
             return ["#" * level + " " + text]

@@ -23,7 +23,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
-from core.text.names import Found, find_entities, headings_in_title_case, lower_case_words, title_case_line
+from core.text.names import (LETTER_WORD, Found, find_entities, headings_in_title_case, lower_case_words, styled_line,
+                              upper_case_line)
 from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -87,7 +88,7 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
         out.append(_Sentence(view[s:e], chunk.start + s,
                              tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
                                    else find_entities(cells[s:e], ordinary)),
-                             section or title_case_line(view[s:e], chunk.text[s:e]), section, cells[s:e]))
+                             section or styled_line(view[s:e], chunk.text[s:e]), section, cells[s:e]))
     return out
 
 
@@ -187,18 +188,22 @@ class OfflineExtractor:
         in a name mid-sentence (``recurring``) and the corpus does not mostly write it in lower case; else an
         ordinary word when the text writes it in lower case (``lower_case``: "Options" of "Configuration Options",
         though "the TLS Options" capitalizes it once); else unknown. ``prose``: the document's prose
-        (:func:`_prose_phrases`)."""
+        (:func:`_prose_phrases`). In a sentence written in capitals (:func:`core.text.names.upper_case_line`) a
+        word in capitals has no shape of its own either ("HOLDERS", "BSD"): only the corpus's prose tells."""
         words = self.words
+        folded = {w.casefold() for w in recurring}
 
-        def kind(w: str) -> str:
+        def kind(w: str, shouted: bool = False) -> str:
             bare = _POSSESSIVE_END.sub("", w.strip(_WORD_EDGES))
+            capitals = shouted and bare.isupper()
             # (capitals inside a part: "NGINX", "GitHub", "AI-Assisted"; not "Cross-Namespace", title case twice)
-            if any(ch.isupper() or ch.isdigit() for part in _WORD_PARTS.split(bare) for ch in part[1:]):
+            if not capitals and any(ch.isupper() or ch.isdigit() for part in _WORD_PARTS.split(bare) for ch in part[1:]):
                 return "name"
+            mid = bare.casefold() in folded if capitals else bare in recurring  # ("DISPATCHER" of "the Dispatcher")
             if words is not None and words.active:
-                if words.name_word(bare) or (bare in recurring and not words.mostly_lower(bare)):
+                if words.name_word(bare) or (mid and not words.mostly_lower(bare)):
                     return "name"
-            elif bare in recurring:
+            elif mid:
                 return "name"
             return "ordinary" if lower_case(bare) else "unknown"
 
@@ -206,7 +211,11 @@ class OfflineExtractor:
             return words is not None and words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()),
                                                          0) > 0
 
-        return lambda sentence, f, section: _heading_names(sentence, f, kind, joined, prose, section)
+        def run(sentence: str, f: Found, section: bool) -> list[Found]:
+            shouted = upper_case_line(sentence)
+            return _heading_names(sentence, f, lambda w: kind(w, shouted), joined, prose, section, shouted)
+
+        return run
 
     def _term(self, name: str, phrases: frozenset[str]) -> bool:
         """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
@@ -372,7 +381,6 @@ def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str, str
 
 
 _WORD_EDGES = ",.;:!?()[]\"'“”‘’"
-_LETTER_WORD = re.compile(r"[^\W\d_]+")
 _WORD_PARTS = re.compile(r"[-'’/]")
 _POSSESSIVE_END = re.compile(r"['’]s$")
 _PHRASE_WORDS = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
@@ -388,7 +396,7 @@ def _prose_phrases(sentences: Iterable[_Sentence]) -> str:
 
 
 def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: Callable[[str, str], bool],
-                   prose: str, section: bool = True) -> list[Found]:
+                   prose: str, section: bool = True, shouted: bool = False) -> list[Found]:
     """The names a heading's run of capitalized words holds, read as the text's prose would write its words. A
     heading (or a line in title case: :func:`core.text.names.title_case_line`) may capitalize every word ("Install
     Traefik Alongside NGINX", "Are Better When You Know How"), so a capital there says nothing by itself; each
@@ -406,13 +414,16 @@ def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: 
     - with no such stretch, the run is the name of its section when it is the whole heading ("## Access Control",
       "## Connection Pooling"); a clause in title case within a line ("Spread the Love & Tell Us About It") is none.
     A possessive and anything but a name (an identifier, a Chinese term) are judged as elsewhere."""
-    if f.type != "name" or f.possessive or f.quoted or f.term:
+    # (in capitals, a short word's shape, which makes it an acronym elsewhere, says nothing either: "DATA")
+    if f.type not in (("name", "concept") if shouted else ("name",)) or f.possessive or f.quoted or f.term:
         return [f]
     spans = _word_spans(sentence, f)
     if spans is None:
         return [f]
     words = [sentence[a:b] for a, b in spans]
     kinds = ["connector" if w.islower() else kind(w) for w in words]
+    if shouted and "name" not in kinds:  # (in capitals, words the prose never writes are no evidence of a name)
+        return []
     for i in range(len(words) - 2, -1, -1):
         if kinds[i] == "ordinary" and kinds[i + 1] in ("name", "unknown") and joined(words[i], words[i + 1]):
             kinds[i] = "name"
@@ -440,7 +451,7 @@ def _heading_names(sentence: str, f: Found, kind: Callable[[str], str], joined: 
         i = j + 1
     if out:
         return out
-    whole = section and not _LETTER_WORD.search(sentence[:spans[0][0]] + " " + sentence[spans[-1][1]:])
+    whole = section and not LETTER_WORD.search(sentence[:spans[0][0]] + " " + sentence[spans[-1][1]:])
     return [f] if len(words) > 1 and whole else []
 
 

@@ -8,7 +8,7 @@ spans), a documentation page in Markdown as generators write it (front matter, a
 generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
 words, fenced code, title-case headings (one mixing names with ordinary words) and a title-case line, a table
 whose cells open like sentences (with a run of capitals whose first word another page writes in lower case, or
-after a remark), a hash in an example, a name a line break wraps, a page titled only by its file's name),
+after a remark), a sentence in capitals, a hash in an example, a name a line break wraps, a page titled only by its file's name),
 abbreviations and initials, Chinese names (one with a Latin
 initial) and repeated terms (runs of nouns, and nouns kept whole, inside a run too; Simplified and
 Traditional; a term another document repeats), Polish names in their cases, a capital after a Polish opening
@@ -49,7 +49,8 @@ PROBE: tuple[tuple[str, str], ...] = (
      "| `mesh` | off | Enable Consul Connect to enable mesh routing |\n"
      "| `trace` | off | Enables Jaeger Tracing for the mesh |\n| `spans` | on | Enables span export |\n"
      "| `delay` | 0 | (Deprecated) Defines the delay before a retry |\n| `grace` | 5 | Defines the grace period |\n"
-     "\n## Restart the Workers Alongside ASGI\n\nPlease Tell Us How It Went\n\nThe workers restart the server.\n"),
+     "\n## Restart the Workers Alongside ASGI\n\nPlease Tell Us How It Went\n\nThe workers restart the server.\n\n"
+     "THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND, AS THE DISPATCHER SAYS.\n"),
     ("guides/rate_limits.md",
      "Requests above the limit receive HTTP 429 and a Retry-After header.\n"),
     ("zh.txt",

@@ -256,7 +256,8 @@ class Engine:
                 reports = whole_corpus_reports(pick_level(snap.reports, s.global_level), kinds,
                                                self.settings.communities.kind_weights, s.global_reports)
             return global_answer(question, decision, reports, snap.index, s.global_level, s.global_reports,
-                                 max_points=s.answer_sentences + 2, query_vector=qv)
+                                 max_points=s.answer_sentences + 2, query_vector=qv,
+                                 kind_weights=self.settings.communities.kind_weights)
         if self.mode == "llm":  # written by the LLM from the ranked passages, its citations checked
             from answers.llm_local import llm_local_answer
 

@@ -14,7 +14,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from core.records import Report
-from extraction.kinds import kind_weight
+from core.settings import kind_weight
 
 
 def _inputs(report: Report) -> dict[str, Any]:

@@ -275,6 +275,19 @@ def test_kinds_from_structure() -> None:
     index = "# Start\n\n" + "".join(f"- [Page {i}](p{i}.md)\n" for i in range(8))
     assert kind_of(normalize_markdown(index).shape) == "index"
     assert kind_of(normalize_markdown("# Guide\n\nRead this first. Then that.\n").shape) == "guide"
+    # long release notes: each release's own sections ("Fixed", a feature it explains) sit a level below its
+    # heading and outnumber the releases, and prose paragraphs describe some of them
+    releases = "# Release Notes\n\n## Upgrading\n\nRun the upgrade.\n\n" + "".join(
+        f"## Version 1.{i}.0 (2024-0{i}-01)\n\n### Local preview\n\nThe preview is faster.\n\n"
+        f"### Themes\n\nThemes load faster.\n\n### Fixed\n\n- Fix {i}.\n- Fix {i + 1}.\n- Fix {i + 2}.\n\n"
+        for i in range(1, 5))
+    assert kind_of(normalize_markdown(releases).shape) == "changelog"
+    # a version in the title of a page with a reference's shape is the version of what it documents
+    oauth = ("# OAuth 2.0 Client Credentials\n\nThe middleware secures routes.\n\n## Options\n\n"
+             "| Field | Description |\n| --- | --- |\n" + "".join(f"| `f{i}` | Sets {i}. |\n" for i in range(6)))
+    assert kind_of(normalize_markdown(oauth).shape, "OAuth 2.0 Client Credentials") == "reference"
+    assert kind_of(normalize_markdown("# Hatch v1.8.0\n\nWe are pleased to announce it.\n").shape,
+                   "Hatch v1.8.0") == "changelog"
 
 
 def test_chunks_end_on_block_boundaries_and_carry_their_heading_path() -> None:

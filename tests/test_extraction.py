@@ -127,6 +127,30 @@ def test_a_title_case_heading_or_line_names_only_what_the_text_writes_as_a_name_
     assert not styled.capital, styled.capital
 
 
+def test_a_sentence_in_capitals_names_only_what_the_prose_writes_as_a_name_elsewhere() -> None:
+    from core.text.names import upper_case_line
+    from extraction.wordlike import WordModel
+
+    # a licence's disclaimer shouts every word: its capitals say nothing, so "INCLUDING", "DATA" (an acronym's
+    # shape) and "COPYRIGHT HOLDERS" are no names; "MKDOCS", which the prose writes as a name, stays one
+    text = ("Redistribution of the software must keep the copyright notice, including the data it holds.\n\n"
+            "THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS \"AS IS\" AND ANY WARRANTIES, INCLUDING, BUT NOT\n"
+            "LIMITED TO, LOSS OF USE, DATA, OR PROFITS ARE DISCLAIMED, AS MKDOCS SAYS.\n")
+    prose = "You build the site with MkDocs, and MkDocs serves it; the software keeps its data. "
+    corpus = WordModel.of_texts([text, prose * 20])
+    names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract(
+        [Chunk("l#0000", "l", 0, text, 0, len(text), 60, "license.md", "h")]).extractions[0].entities}
+    assert "MKDOCS" in names, names
+    assert not names & {"SOFTWARE", "COPYRIGHT HOLDERS", "INCLUDING", "LIMITED", "DATA", "LOSS", "PROFITS",
+                        "DISCLAIMED", "WARRANTIES"}, names
+    # the shouted lines' capitals are no evidence of a name in the corpus's counts either
+    assert not WordModel.of_texts([text]).capital.get("including"), WordModel.of_texts([text]).capital
+    # a row of acronyms is no shouting, nor is prose naming a few
+    assert not upper_case_line("| GET | PUT | DELETE |")
+    assert not upper_case_line("The API speaks HTTP and TLS to the server.")
+    assert upper_case_line("IN NO EVENT SHALL THE AUTHORS BE LIABLE.")
+
+
 def test_headings_in_sentence_case_keep_their_capitals_and_a_short_item_is_no_title_case_line() -> None:
     from extraction.wordlike import WordModel
 

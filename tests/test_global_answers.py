@@ -291,3 +291,25 @@ def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_o
     assert cover.covered, cover
     assert answer_language("What does 调度器 do?") == answer_language("Main topics?") == "en"
     assert answer_language("这些文件主要涵盖哪些主题？") == "zh" and answer_language("Jakie są tematy tych notatek?") == "pl"
+
+
+def test_an_answer_about_the_whole_quotes_a_changelog_last_unless_the_weights_say_otherwise(built) -> None:
+    """A question about the whole weighs each quoted point by its page's kind: a changelog's line is no main topic
+    (its community may still be large), so the other communities' points come first; with changelogs weighted
+    as any page, the order is the communities' breadth again."""
+    from dataclasses import replace
+
+    index, reports = built
+    whole = replace(forced("global"), global_score=0.99)
+    kinds = ChunkIndex(RetrievalSettings(embedder="none"))
+    kinds.add([replace(c, metadata={"kind": "changelog" if c.document_id == "ops" else "guide"}) for c in _chunks()])
+
+    def first_page(weights: dict[str, float] | None) -> str:
+        answer = global_answer("What are the main topics?", whole, reports, kinds, None, 8, 3, kind_weights=weights)
+        return answer.points[0].chunk_id.split("#")[0]
+
+    plain = global_answer("What are the main topics?", whole, reports, index, None, 8, 3)
+    broadest = plain.points[0].chunk_id.split("#")[0]
+    assert first_page({"changelog": 1.0}) == broadest == "ops", broadest
+    assert first_page(None) == "tale"  # the default weights count a changelog at a fifth
+    assert first_page({"changelog": 1.0, "guide": 0.1}) == "ops"

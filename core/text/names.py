@@ -118,7 +118,7 @@ def lower_case_words(view: str) -> list[str]:
     return [w for w in _ORDINARY.findall(view) if w.islower()]
 
 
-_LETTER_WORD = re.compile(r"[^\W\d_]+")
+LETTER_WORD = re.compile(r"[^\W\d_]+")  # a run of letters: a word of prose, in any script
 _SENTENCE_END = re.compile(r"[.!?…。！？]\W*$")
 TITLE_CASE_SHARE = 0.8  # of a line's words capitalized, from which the line is written in title case
 
@@ -131,10 +131,28 @@ def title_case_line(view: str, text: str | None = None) -> bool:
     capitals are its style's, and say nothing of any one word. The share was set, not tuned: prose capitalizes
     far fewer of its words, though a short item may capitalize three of its four ("Deploys to Google Cloud")."""
     stripped = view.strip()
-    words = _LETTER_WORD.findall(stripped)
+    words = LETTER_WORD.findall(stripped)
     if len(words) < 3 or _SENTENCE_END.search(stripped) or "|" in (view if text is None else text):
         return False
     return sum(w[:1].isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
+
+
+def upper_case_line(view: str, text: str | None = None) -> bool:
+    """Whether a sentence or a line (its prose view; ``text``: what the view was made from) is written in capitals,
+    as a licence's disclaimer or a warning shouts ("THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS"): three
+    words of two letters or more, at least :data:`TITLE_CASE_SHARE` of them all in capitals, and no table row
+    (a row of acronyms, "| GET | PUT | DELETE |", is no sentence). Its capitals are its style's, as a title-case
+    line's are, and say nothing of any one word; a sentence may end it, as it ends a shouted clause."""
+    words = [w for w in LETTER_WORD.findall(view) if len(w) >= 2]
+    if len(words) < 3 or "|" in (view if text is None else text):
+        return False
+    return sum(w.isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
+
+
+def styled_line(view: str, text: str | None = None) -> bool:
+    """Whether a sentence or a line is written in title case or in capitals (:func:`title_case_line`,
+    :func:`upper_case_line`): its capitals are its style's."""
+    return title_case_line(view, text) or upper_case_line(view, text)
 
 
 # of the words after a heading's first that a document writes in lower case elsewhere, the share capitalized in its
@@ -155,7 +173,7 @@ def headings_in_title_case(headings: Iterable[str], lower: Counter[str]) -> bool
     frequent = {w for w, _ in lower.most_common(HEADING_STYLE_FREQUENT)}
     capital = uncapitalized = 0
     for heading in headings:
-        for w in _LETTER_WORD.findall(heading)[1:]:
+        for w in LETTER_WORD.findall(heading)[1:]:
             key = w.lower()
             if key in lower and key not in frequent:
                 if w.islower():
