@@ -8,7 +8,7 @@ label, and the answer cites the chunks and reports of both.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -23,12 +23,13 @@ from routing.router import RouteDecision
 def both_sides_answer(question: str, decision: RouteDecision, index: ChunkIndex, reports: Sequence[Report], *,
                       top_k: int, n_sentences: int, level: int | None, max_reports: int, max_points: int,
                       metadata_filter: dict[str, Any] | None = None, query_vector: np.ndarray | None = None,
-                      lexicon: Any = None) -> Answer:
+                      lexicon: Any = None, kind_weights: Mapping[str, float] | None = None) -> Answer:
     """One answer with a labelled local part and a labelled global part, the likelier route first."""
     decision = replace(decision, both_sides=True, reasons=decision.reasons + (
         f"confidence {decision.confidence:.2f} is below the threshold: answering from both sides",))
     local = local_answer(question, decision, index, top_k, n_sentences, metadata_filter, lexicon=lexicon)
-    glob = global_answer(question, decision, reports, index, level, max_reports, max_points, query_vector=query_vector)
+    glob = global_answer(question, decision, reports, index, level, max_reports, max_points, query_vector=query_vector,
+                         kind_weights=kind_weights)
     parts = [(say("local_label", question), local), (say("global_label", question), glob)]
     if decision.route == "global":
         parts.reverse()

@@ -144,7 +144,9 @@ def probe_digest() -> str:
         "extractions": [[[[e.name, e.type, e.description] for e in x.entities],
                          [[r.source, r.target, r.description] for r in x.relations]] for x in result.extractions],
     }
-    rules = {name: sorted(getattr(module, name)) for module in (junk, names, offline) for name in dir(module)
+    # (named by module: a module that imports another's list under the same name would otherwise hide it)
+    rules = {f"{module.__name__}.{name}": sorted(getattr(module, name)) for module in (junk, names, offline)
+             for name in dir(module)
              if name.isupper() and isinstance(getattr(module, name), (frozenset, set, tuple, list))
              and all(isinstance(v, str) for v in getattr(module, name))}
     # (and their numbers: a share or a count the probe's output may not exercise, such as a share of the corpus's

@@ -45,6 +45,8 @@ from mdit_py_plugins.footnote import footnote_plugin
 from mdit_py_plugins.front_matter import front_matter_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 
+from core.text.names import LETTER_WORD
+
 # A line that is only an attribute list: "{ .annotate }", "{: #id .class }".
 _ATTR_LINE = re.compile(r"^[ \t]*\{:?[ \t]*(?:[#.][\w:.-]+|[\w-]+=(?:\"[^\"]*\"|'[^']*'|\S+))(?:[ \t]+[^{}]*)?\}[ \t]*$")
 # An attribute list right after an inline element ("**`locale`**{ #mkdocs-locale }", "[Save](#){ .md-button }"), where
@@ -82,12 +84,21 @@ _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 _ICON = re.compile(r"(?<![\w:]):[a-z][a-z0-9_+]*(?:-[a-z0-9_+]+)+:(?![\w:])")  # ":octicons-file-code-16:"
 _VERSION_OR_DATE = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[-.]?[a-z]+\d*)?(?![\w.])|\b\d{4}-\d{2}-\d{2}\b"
                               r"|\b\d{4}/\d{2}/\d{2}\b", re.I)
-_WORDS = re.compile(r"[^\W\d_]+")
 
 
 def names_version(text: str) -> bool:
     """Whether ``text`` (a heading, a title) names a version or a date."""
     return bool(_VERSION_OR_DATE.search(text))
+
+
+def names_release(title: str) -> bool:
+    """Whether a page's ``title`` names a release: it ends with a version or a date, or both ("Hatch v1.8.0",
+    "Version 1.6.1 (2024-08-30)", "What's new in 2.0"); a version followed by more words is that of what the
+    page documents ("OAuth 2.0 Client Credentials", "Python 3.12 installation")."""
+    last = None
+    for last in _VERSION_OR_DATE.finditer(title):
+        pass
+    return last is not None and not LETTER_WORD.search(title, last.end())
 
 
 @dataclass
@@ -337,7 +348,7 @@ class _Writer:
             if t == "text":
                 out.append(child.content)
                 if self._in_link:
-                    self.shape.link_words += len(_WORDS.findall(child.content))
+                    self.shape.link_words += len(LETTER_WORD.findall(child.content))
             elif t == "code_inline" and _wrapped_name(out, kids, i):
                 out[-1] = out[-1][:-1] + child.content + "`"  # the rest of a name a line break wrapped
             elif t == "code_inline":
@@ -390,7 +401,7 @@ class _Writer:
             text = self._inline_of(node)
             if not text:
                 return []
-            if level == 1 and names_version(text):
+            if level == 1 and names_release(text):
                 self.shape.version_title = True
             if level >= 2:
                 self.shape.headings += 1
@@ -398,14 +409,14 @@ class _Writer:
                 if names_version(text):
                     self.shape.level_version_headings[level] = self.shape.level_version_headings.get(level, 0) + 1
                 self.shape.code_headings += any(c.type == "code_inline" for i in node.children for c in i.children)
-            self.shape.words += len(_WORDS.findall(text))
+            self.shape.words += len(LETTER_WORD.findall(text))
             return ["#" * level + " " + text]
         if t == "paragraph":
             text = self._inline_of(node)
             if not text.strip():
                 return []
             self.shape.paragraphs += 1
-            self.shape.words += len(_WORDS.findall(text))
+            self.shape.words += len(LETTER_WORD.findall(text))
             return [text]
         if t in ("bullet_list", "ordered_list"):
             items: list[str] = []
@@ -448,7 +459,7 @@ class _Writer:
                     self.shape.code_blocks += 1
                 else:
                     self.shape.paragraphs += 1
-                    self.shape.words += len(_WORDS.findall(b))
+                    self.shape.words += len(LETTER_WORD.findall(b))
             return blocks
         if t == "admonition":
             out: list[str] = []
@@ -495,7 +506,7 @@ class _Writer:
             return []
         self.shape.table_rows += len(rows) - head
         for r in rows:
-            self.shape.words += sum(len(_WORDS.findall(c)) for c in r)
+            self.shape.words += sum(len(LETTER_WORD.findall(c)) for c in r)
         width = max(len(r) for r in rows)
         lines = []
         for i, r in enumerate(rows):

@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 from core.text.language import detect_language
 from core.text.lemma import BASE_FORM_TYPES, polish_name
-from core.text.names import (LETTER_WORD, Found, find_entities, headings_in_title_case, lower_case_words, styled_line,
-                              upper_case_line)
+from core.text.names import (COMMON_WORDS, LETTER_WORD, Found, find_entities, headings_in_title_case, lower_case_words,
+                              title_case_line, upper_case_line)
 from core.text.script import QUOTATION_MARKS, has_cjk
 from core.text.sentences import split_sentences, title_line
 from core.text.markup import clip, document_boilerplate, prose_view
@@ -69,9 +69,10 @@ class _Sentence:
     text: str  # the sentence's prose view
     start: int  # its offset in the document (for counting a phrase once where chunks overlap)
     found: tuple[Found, ...]
-    heading: bool = False  # a Markdown heading or a line in title case: its capitals may be its style's
+    heading: bool = False  # a Markdown heading or a line in title case or in capitals: its capitals may be its style's
     section: bool = False  # a Markdown heading (one that names its section)
     cells: str = ""  # the sentence's prose view with a table's pipes put back (:func:`_cells_apart`)
+    shouted: bool = False  # written in capitals (:func:`core.text.names.upper_case_line`)
 
 
 def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordinary: frozenset[str] | None,
@@ -83,12 +84,15 @@ def _chunk_sentences(chunk: Chunk, boilerplate: Sequence[tuple[int, int]], ordin
     title = _title_line(chunk)
     under_title = bool(title and spans and spans[0][0] == 0 and spans[0][1] > title)
     out = []
+    lower = ordinary or frozenset()
     for i, (s, e) in enumerate(spans):
         section = heading_line(chunk.text[s:e].lstrip("\r\n"))
+        shouted = upper_case_line(view[s:e], chunk.text[s:e], lower)
         out.append(_Sentence(view[s:e], chunk.start + s,
                              tuple(_found_under_title(chunk.text, cells, title, e, ordinary) if i == 0 and under_title
                                    else find_entities(cells[s:e], ordinary)),
-                             section or styled_line(view[s:e], chunk.text[s:e]), section, cells[s:e]))
+                             section or shouted or title_case_line(view[s:e], chunk.text[s:e]), section, cells[s:e],
+                             shouted))
     return out
 
 
@@ -170,17 +174,17 @@ class OfflineExtractor:
         return lambda w, after: w not in recurring and judge(w, after)
 
     def _headings(self, sentences: Sequence[_Sentence], recurring: frozenset[str], lower_case: Callable[[str], bool],
-                  lower: Counter[str]) -> tuple[Callable[[str, Found, bool], list[Found]], bool]:
+                  lower: Counter[str]) -> tuple[Callable[[str, Found, bool, bool], list[Found]], bool]:
         """How a document's headings are read: what a heading's run names (:meth:`_heading_run`), and whether the
         document writes its headings in title case (``lower``: its uses of words in lower case). A document with
         no heading nor title-case line reads none, and pays for neither."""
         if not any(sent.heading for sent in sentences):
-            return (lambda sentence, f, section: [f]), True
+            return (lambda sentence, f, section, shouted: [f]), True
         return (self._heading_run(recurring, lower_case, _prose_phrases(sentences)),
                 headings_in_title_case((sent.text for sent in sentences if sent.section), lower))
 
     def _heading_run(self, recurring: frozenset[str], lower_case: Callable[[str], bool],
-                     prose: str) -> Callable[[str, Found, bool], list[Found]]:
+                     prose: str) -> Callable[[str, Found, bool, bool], list[Found]]:
         """What a run of capitalized words in a heading names (:func:`_heading_names`). A word's capital there is
         the heading style's, so each word is judged by how the text writes it elsewhere: a name when its shape
         says so (capitals inside a part of it, a digit), or when the corpus's prose writes it capitalized
@@ -207,15 +211,17 @@ class OfflineExtractor:
                 return "name"
             return "ordinary" if lower_case(bare) else "unknown"
 
-        def joined(a: str, b: str) -> bool:  # the corpus writes the two capitalized mid-sentence ("in New York")
-            return words is not None and words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()),
-                                                         0) > 0
+        joined = self._joined()
 
-        def run(sentence: str, f: Found, section: bool) -> list[Found]:
-            shouted = upper_case_line(sentence)
-            return _heading_names(sentence, f, lambda w: kind(w, shouted), joined, prose, section, shouted)
+        return lambda sentence, f, section, shouted: _heading_names(sentence, f, lambda w: kind(w, shouted), joined,
+                                                                    prose, section, shouted)
 
-        return run
+    def _joined(self) -> Callable[[str, str], bool]:
+        """Whether the corpus writes two words capitalized one after the other mid-sentence ("in New York")."""
+        words = self.words
+        if words is None:
+            return lambda a, b: False
+        return lambda a, b: words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()), 0) > 0
 
     def _term(self, name: str, phrases: frozenset[str]) -> bool:
         """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
@@ -246,20 +252,22 @@ class OfflineExtractor:
                phrases: frozenset[str], base: Callable[[str], str] = str,
                by_position: Callable[[str, str], bool] = lambda w, after: False,
                lower_case: Callable[[str], bool] = lambda w: False,
-               heading_run: Callable[[str, Found, bool], list[Found]] = lambda s, f, section: [f],
+               heading_run: Callable[[str, Found, bool, bool], list[Found]] = lambda s, f, section, shouted: [f],
                title_case: bool = True) -> ChunkExtraction:
         entities: dict[str, EntityMention] = {}
         relations: list[RelationMention] = []
         limit = self.settings.max_entities_per_sentence
+        joined = self._joined()
         for sent in sentences:
             sentence = sent.text
+            found = [_opening_words_back(f, sentence, joined) for f in sent.found]
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
             # (a heading of a document that writes its headings in sentence case keeps its capitals: "Historia
             # Uniwersytetu Jagiellońskiego", "Standard library types")
-            found = (list(sent.found) if sent.section and not title_case
-                     else [g for f in sent.found for g in heading_run(sentence, f, sent.section)] if sent.heading
-                     else [_opening_word_apart(f, sentence, by_position) for f in sent.found])
+            found = (found if sent.section and not title_case
+                     else [g for f in found for g in heading_run(sentence, f, sent.section, sent.shouted)] if sent.heading
+                     else [_opening_word_apart(f, sentence, by_position) for f in found])
             # (a word quoted alone, "Titanic" or "Save", is a name unless the corpus writes it in lower case)
             found = [f for f in found if (not f.at_start or f.name in recurring) and f.type != "version"
                      and (not f.quoted or f.name in recurring or not lower_case(f.name))
@@ -358,6 +366,29 @@ def _base_form(view: str) -> Callable[[str], str]:
 
 
 _NEXT_WORD = re.compile(r"[\s,;:]*([^\W\d_]+)")
+
+
+# a capitalized word right before a name (a space or a tab between), whole
+_WORD_BEFORE = re.compile(r"(?<![\w'’.\-/@$`])([^\W\d_]+)[ \t]+$")
+
+
+def _opening_words_back(f: Found, sentence: str, joined: Callable[[str, str], bool]) -> Found:
+    """A name with the common words the name finder cut where its clause opens given back, when the corpus writes
+    each capitalized before the next mid-sentence (``joined``): "New York City opened" and "## New York City"
+    name New York City in a corpus that writes "in New York", as "The Hague" does where the prose writes "in The
+    Hague". The finder cuts such a word because a clause's opening word is capitalized by position and the word
+    is common; the corpus's prose tells when it is the name's own."""
+    if f.type != "name" or f.possessive or f.quoted or f.term:
+        return f
+    start, name = f.start, f.name
+    while (m := _WORD_BEFORE.search(sentence, max(0, start - 64), start)) is not None:
+        word = m.group(1)
+        if not word[:1].isupper() or word.lower() not in COMMON_WORDS or not joined(word, name.split()[0]):
+            break
+        start, name = m.start(1), f"{word} {name}"
+    if start == f.start:
+        return f
+    return replace(f, start=start, name=name, at_start=False, opens=True)
 
 
 def _opening_word_apart(f: Found, sentence: str, by_position: Callable[[str, str], bool]) -> Found:

@@ -1,20 +1,19 @@
 """A fixed probe of the texts the offline extractor reads, for its fingerprint (:mod:`extraction.fingerprint`).
 
-Its output on these texts, with the rule data it applies, is what the fingerprint digests: a change to any rule
-that alters what the extractor makes of them changes the fingerprint, and the workspaces it extracted are
-extracted again, with no version to bump by hand. The texts touch every path of the extractor: capitalized names
-and their aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code
-spans), a documentation page in Markdown as generators write it (front matter, attribute lists, admonitions,
-generic blocks, references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside
-words, fenced code, title-case headings (one mixing names with ordinary words) and a title-case line, a table
-whose cells open like sentences (with a run of capitals whose first word another page writes in lower case, or
-after a remark), a sentence in capitals, a hash in an example, a name a line break wraps, a page titled only by its file's name),
-abbreviations and initials, Chinese names (one with a Latin
-initial) and repeated terms (runs of nouns, and nouns kept whole, inside a run too; Simplified and
-Traditional; a term another document repeats), Polish names in their cases, a capital after a Polish opening
-quote and a name quoted alone, and rows of a JSON Lines corpus, whose title the loader writes on the line above
-its text (one text opening with a word of its title).
-"""
+Its output on these texts, with the rule data it applies, is what the fingerprint digests: a change to any rule that
+alters what the extractor makes of them changes the fingerprint, and the workspaces it extracted are extracted
+again, with no version to bump by hand. The texts touch every path of the extractor: capitalized names and their
+aliases, identifiers of technical notes (services, error codes, configuration keys, versions, code spans), a
+documentation page in Markdown as generators write it (front matter, attribute lists, admonitions, generic blocks,
+references resolved elsewhere, inline HTML and Markdown inside HTML blocks, code spans inside words, fenced code,
+title-case headings (one mixing names with ordinary words) and a title-case line, a table whose cells open like
+sentences (with a run of capitals whose first word another page writes in lower case, or after a remark), a sentence
+in capitals, a hash in an example, a name a line break wraps, a page titled only by its file's name), a common word
+opening a name the prose writes whole mid-sentence, abbreviations and initials, Chinese names (one with a Latin
+initial) and repeated terms (runs of nouns, and nouns kept whole, inside a run too; Simplified and Traditional; a
+term another document repeats), Polish names in their cases, a capital after a Polish opening quote and a name
+quoted alone, and rows of a JSON Lines corpus, whose title the loader writes on the line above its text (one text
+opening with a word of its title)."""
 
 from __future__ import annotations
 
@@ -24,6 +23,7 @@ PROBE: tuple[tuple[str, str], ...] = (
      "Mr. Fezziwig gave a ball, e.g. a great one, and Bob Cratchit went home to Camden Town. J. R. R. Tolkien "
      "and Iain M. Banks wrote elsewhere, and the U.S. Route 52 runs past Wheaton. Scrooge met the Ghost of "
      "Christmas Past. AC/DC played TCP/IP songs about I/O.\n\nScrooge and Bob Cratchit worked late in New York. "
+     "New York City slept. "
      "West Ham played at home. The west wind blew, the west door shut, and fans of West Ham sang."),
     ("runbook.md",
      "# billing-service incidents\n\nOn March 14 the billing-service returned HTTP 504 to the api-gateway. "

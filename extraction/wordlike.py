@@ -28,7 +28,7 @@ from typing import Any, Iterable, Sequence
 from core.text.markup import prose_view
 from core.text.script import has_cjk
 from core.text.names import (TERM_MIN_CHARS, capitalized_mid_sentence, chinese_segments, chinese_terms,
-                              headings_in_title_case, lower_case_words, styled_line)
+                              headings_in_title_case, lower_case_words, title_case_line)
 from core.text.sentences import split_sentences
 from extraction.markdown_text import heading_line
 
@@ -96,7 +96,7 @@ def _style_lines_blanked(view: str, text: str, lower: Counter[str]) -> str:
     out = []
     for line, raw, heading in lines:
         body = len(line.rstrip("\r\n"))
-        out.append(" " * body + line[body:] if (heading and styled) or styled_line(line, raw) else line)
+        out.append(" " * body + line[body:] if (heading and styled) or title_case_line(line, raw) else line)
     return "".join(out)
 
 

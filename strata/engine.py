@@ -239,7 +239,8 @@ class Engine:
             return both_sides_answer(question, decision, snap.index, snap.reports, top_k=s.top_k,
                                      n_sentences=s.answer_sentences, level=s.global_level,
                                      max_reports=s.global_reports, max_points=s.answer_sentences + 2,
-                                     metadata_filter=metadata_filter, query_vector=qv, lexicon=snap.lexicon)
+                                     metadata_filter=metadata_filter, query_vector=qv, lexicon=snap.lexicon,
+                                     kind_weights=self.settings.communities.kind_weights)
         if decision.route == "global" and self.mode == "llm":
             from answers.llm_global import llm_global_answer
 

@@ -282,12 +282,28 @@ def test_kinds_from_structure() -> None:
         f"### Themes\n\nThemes load faster.\n\n### Fixed\n\n- Fix {i}.\n- Fix {i + 1}.\n- Fix {i + 2}.\n\n"
         for i in range(1, 5))
     assert kind_of(normalize_markdown(releases).shape) == "changelog"
-    # a version in the title of a page with a reference's shape is the version of what it documents
+    # an upgrade guide's few target versions, each with its sections, are no releases
+    upgrade = "# Upgrading\n\n" + "".join(
+        f"## Upgrading to {v}.0\n\n### Configuration\n\n- Rename a key.\n- Drop a key.\n\n### Plugins\n\n"
+        f"- Update hooks.\n\n### Themes\n\n- Move templates.\n\n" for v in (2, 3))
+    assert kind_of(normalize_markdown(upgrade).shape) == "guide"
+    # any level whose headings are releases counts, whichever level has more of them
+    django = "# Notes\n\n" + "".join(
+        f"## Django 4.{i}\n\n" + "".join(f"### Features deprecated in 4.{i}\n\n- Item.\n- Item.\n\n"
+                                          f"### Section {j}\n\n- Item.\n\n" for j in range(2))
+        + f"### Other\n\n- Item.\n\n" for i in range(3))
+    assert kind_of(normalize_markdown(django).shape) == "changelog"
+    # a title ending with a version names a release, tables of changes and all; a version followed by more words
+    # is that of what the page documents
     oauth = ("# OAuth 2.0 Client Credentials\n\nThe middleware secures routes.\n\n## Options\n\n"
              "| Field | Description |\n| --- | --- |\n" + "".join(f"| `f{i}` | Sets {i}. |\n" for i in range(6)))
     assert kind_of(normalize_markdown(oauth).shape, "OAuth 2.0 Client Credentials") == "reference"
-    assert kind_of(normalize_markdown("# Hatch v1.8.0\n\nWe are pleased to announce it.\n").shape,
-                   "Hatch v1.8.0") == "changelog"
+    assert kind_of(normalize_markdown(oauth).shape) == "reference"  # (the level-1 heading as its title)
+    release = ("# Release 2.3.0\n\nWhat changed.\n\n| Change | Pull request |\n| --- | --- |\n"
+               + "".join(f"| Fix {i} | #{i} |\n" for i in range(3)))
+    assert kind_of(normalize_markdown(release).shape) == "changelog"
+    for title in ("Hatch v1.8.0", "Version 1.6.1 (2024-08-30)", "What's new in 2.0"):
+        assert kind_of(normalize_markdown(f"# {title}\n\nWe are pleased to announce it.\n").shape) == "changelog", title
 
 
 def test_chunks_end_on_block_boundaries_and_carry_their_heading_path() -> None:

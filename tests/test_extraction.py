@@ -143,12 +143,39 @@ def test_a_sentence_in_capitals_names_only_what_the_prose_writes_as_a_name_elsew
     assert "MKDOCS" in names, names
     assert not names & {"SOFTWARE", "COPYRIGHT HOLDERS", "INCLUDING", "LIMITED", "DATA", "LOSS", "PROFITS",
                         "DISCLAIMED", "WARRANTIES"}, names
-    # the shouted lines' capitals are no evidence of a name in the corpus's counts either
-    assert not WordModel.of_texts([text]).capital.get("including"), WordModel.of_texts([text]).capital
-    # a row of acronyms is no shouting, nor is prose naming a few
-    assert not upper_case_line("| GET | PUT | DELETE |")
-    assert not upper_case_line("The API speaks HTTP and TLS to the server.")
-    assert upper_case_line("IN NO EVENT SHALL THE AUTHORS BE LIABLE.")
+    # a shouted clause shouts its ordinary words too; a list or a row of acronyms does not, nor does prose naming
+    # a few, nor a sentence of a script without case
+    lower = {"in", "no", "the", "be", "and", "or"}
+    assert upper_case_line("IN NO EVENT SHALL THE AUTHORS BE LIABLE.", lower=lower)
+    assert not upper_case_line("IN NO EVENT SHALL THE AUTHORS BE LIABLE.")  # no word known in lower case
+    for line in ("| GET | PUT | DELETE |", "Protocols: HTTP, HTTPS, TCP, UDP.", "- AWS, GCP, OCI",
+                 "The API speaks HTTP and TLS to the server.", "本网关支持HTTP、HTTPS、TCP和UDP。",
+                 "このサービスは、HTTP、HTTPS、TCP、UDPに対応しています。"):
+        assert not upper_case_line(line, lower=lower | {"protocols"}), line
+    # acronyms listed in a Chinese sentence stay names
+    zh = "本网关支持HTTP、HTTPS、TCP和UDP。网关很快。"
+    zh_names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract(
+        [Chunk("z#0000", "z", 0, zh, 0, len(zh), 10, "z.md", "h")]).extractions[0].entities}
+    assert {"HTTP", "HTTPS", "TCP", "UDP"} <= zh_names, zh_names
+
+
+def test_a_common_word_opening_a_name_is_given_back_where_the_prose_writes_it_capitalized_before_the_name() -> None:
+    from extraction.wordlike import WordModel
+
+    # "New" and "The" open clauses, where the name finder cuts a common word; the corpus writes "in New York" and
+    # "in The Hague", so they are the names' own; "New" before "Features" and "The" before "Ghost" are not
+    text = ("## New York City\n\nNew York City opens late. The Hague hosts the court. New Features arrive daily. "
+            "The Ghost came back, and the Ghost spoke.\n")
+    prose = "We moved to New York and then to The Hague, where the new features of the court are shown. "
+    corpus = WordModel.of_texts([text, prose * 20])
+    names = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus).extract(
+        [Chunk("n#0000", "n", 0, text, 0, len(text), 40, "n.md", "h")]).extractions[0].entities}
+    assert {"New York City", "The Hague", "Ghost"} <= names, names
+    assert not names & {"York City", "Hague", "New Features", "The Ghost"}, names
+    # without a corpus to tell, the finder's cut stands
+    alone = {e.name for e in OfflineExtractor(ExtractionSettings()).extract(
+        [Chunk("n#0000", "n", 0, text, 0, len(text), 40, "n.md", "h")]).extractions[0].entities}
+    assert "New York City" not in alone, alone
 
 
 def test_headings_in_sentence_case_keep_their_capitals_and_a_short_item_is_no_title_case_line() -> None:

@@ -293,23 +293,40 @@ def test_a_polish_question_the_corpus_covers_is_not_declined_and_english_asked_o
     assert answer_language("这些文件主要涵盖哪些主题？") == "zh" and answer_language("Jakie są tematy tych notatek?") == "pl"
 
 
-def test_an_answer_about_the_whole_quotes_a_changelog_last_unless_the_weights_say_otherwise(built) -> None:
-    """A question about the whole weighs each quoted point by its page's kind: a changelog's line is no main topic
-    (its community may still be large), so the other communities' points come first; with changelogs weighted
-    as any page, the order is the communities' breadth again."""
+def test_an_answer_about_the_whole_quotes_a_communitys_guide_before_its_changelog_and_keeps_a_changelog_community() -> None:
+    """A question about the whole weighs each quoted point by its page's kind over the best kind among its
+    community's points: a community quotes its guide's sentence before its changelog's line (unless the weights
+    count changelogs as any page), and a community of changelog lines alone still answers (which communities
+    answer was weighed by kind before: strata.topics)."""
     from dataclasses import replace
 
-    index, reports = built
+    texts = {"log#0000": "Version 2 fixed the retry loop of the billing-service. Version 3 dropped Python 3.8.",
+             "guide#0000": "The billing-service retries failed invoices with backoff. It stops after five tries.",
+             "news#0000": "Version 4 added dark mode. Version 5 added exports."}
+    kinds = {"log#0000": "changelog", "guide#0000": "guide", "news#0000": "changelog"}
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add([Chunk(cid, cid.split("#")[0], 0, t, 0, len(t), len(t.split()), cid, cid, {"kind": kinds[cid]})
+               for cid, t in texts.items()])
+
+    def finding(cid: str, n: int) -> Finding:
+        text = texts[cid]
+        start = 0 if n == 0 else text.index(". ") + 2
+        end = text.index(".", start) + 1
+        return Finding(text[start:end], (cid,), start, end)
+
+    mixed = Report("c_mixed", 0, "Billing retries", "", (finding("log#0000", 0), finding("guide#0000", 0)), 0.0, "",
+                   "offline", "extractive", "")
+    news = Report("c_news", 0, "Releases", "", (finding("news#0000", 0), finding("news#0000", 1)), 0.0, "",
+                  "offline", "extractive", "")
     whole = replace(forced("global"), global_score=0.99)
-    kinds = ChunkIndex(RetrievalSettings(embedder="none"))
-    kinds.add([replace(c, metadata={"kind": "changelog" if c.document_id == "ops" else "guide"}) for c in _chunks()])
 
-    def first_page(weights: dict[str, float] | None) -> str:
-        answer = global_answer("What are the main topics?", whole, reports, kinds, None, 8, 3, kind_weights=weights)
-        return answer.points[0].chunk_id.split("#")[0]
+    def ask(weights: dict[str, float] | None) -> tuple[list[str], set[str]]:
+        answer = global_answer("What are the main topics?", whole, [mixed, news], index, None, 8, 4,
+                               kind_weights=weights)
+        return ([q.chunk_id for q in answer.points if q.title == "Billing retries"],
+                {q.title for q in answer.points})
 
-    plain = global_answer("What are the main topics?", whole, reports, index, None, 8, 3)
-    broadest = plain.points[0].chunk_id.split("#")[0]
-    assert first_page({"changelog": 1.0}) == broadest == "ops", broadest
-    assert first_page(None) == "tale"  # the default weights count a changelog at a fifth
-    assert first_page({"changelog": 1.0, "guide": 0.1}) == "ops"
+    order, titles = ask(None)
+    assert order[0] == "guide#0000" and titles == {"Billing retries", "Releases"}, (order, titles)
+    order, _ = ask({"changelog": 1.0})
+    assert order[0] == "log#0000", order  # the report's first finding, as any page

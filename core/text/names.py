@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Container, Iterable
 
 from core.text import cjk
 from core.text.junk import FUNCTION_WORDS, junk_reason
@@ -137,22 +137,24 @@ def title_case_line(view: str, text: str | None = None) -> bool:
     return sum(w[:1].isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
 
 
-def upper_case_line(view: str, text: str | None = None) -> bool:
+def upper_case_line(view: str, text: str | None = None, lower: Container[str] = frozenset()) -> bool:
     """Whether a sentence or a line (its prose view; ``text``: what the view was made from) is written in capitals,
     as a licence's disclaimer or a warning shouts ("THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS"): three
-    words of two letters or more, at least :data:`TITLE_CASE_SHARE` of them all in capitals, and no table row
-    (a row of acronyms, "| GET | PUT | DELETE |", is no sentence). Its capitals are its style's, as a title-case
-    line's are, and say nothing of any one word; a sentence may end it, as it ends a shouted clause."""
-    words = [w for w in LETTER_WORD.findall(view) if len(w) >= 2]
-    if len(words) < 3 or "|" in (view if text is None else text):
+    words of two letters or more, at least :data:`TITLE_CASE_SHARE` of them all in capitals, and at least
+    :data:`SHOUTED_LOWER_WORDS` of those words the text writes in lower case elsewhere (``lower``: a shouted clause
+    shouts its ordinary words too, where a list of acronyms, "Protocols: HTTP, HTTPS, TCP, UDP.", has none); no
+    table row, and no letter of a script without case (a Chinese sentence naming "HTTP" and "TCP" shouts
+    nothing). Its capitals are its style's, as a title-case line's are, and say nothing of any one word; a
+    sentence may end it, as it ends a shouted clause."""
+    if "|" in (view if text is None else text) or any(ch.isalpha() and ch.lower() == ch.upper() for ch in view):
         return False
-    return sum(w.isupper() for w in words) >= TITLE_CASE_SHARE * len(words)
+    words = [w for w in LETTER_WORD.findall(view) if len(w) >= 2]
+    capitals = [w for w in words if w.isupper()]
+    return (len(words) >= 3 and len(capitals) >= TITLE_CASE_SHARE * len(words)
+            and sum(w.lower() in lower for w in capitals) >= SHOUTED_LOWER_WORDS)
 
 
-def styled_line(view: str, text: str | None = None) -> bool:
-    """Whether a sentence or a line is written in title case or in capitals (:func:`title_case_line`,
-    :func:`upper_case_line`): its capitals are its style's."""
-    return title_case_line(view, text) or upper_case_line(view, text)
+SHOUTED_LOWER_WORDS = 2  # words of a line in capitals that the text writes in lower case, for the line to shout
 
 
 # of the words after a heading's first that a document writes in lower case elsewhere, the share capitalized in its
