@@ -7,8 +7,9 @@ It holds three models, each a few numbers per signal:
   standardized signals (:data:`answers.signals.FEATURES`), and a softmax over the candidates gives the
   probability that each holds the answer;
 - ``answerable``: a logistic regression over the question-level signals (:data:`answers.signals.ANSWERABILITY`)
-  giving the probability that the corpus answers the question, Platt-calibrated on out-of-fold scores; below
-  ``threshold`` the reader declines. The probability that the quoted units hold the answer is that times the
+  and the products of each pair of the script-independent ones (:class:`Crossed`: one signal weighs another, as a
+  close passage that lacks the question's rarest term does), giving the probability that the corpus answers the
+  question, Platt-calibrated on out-of-fold scores; below ``threshold`` the reader declines. The probability that the quoted units hold the answer is that times the
   ranker's probability mass on them (:attr:`answers.reader.Reading.quoted_probability`).
 
 Standardization is stored beside each linear model, never folded by hand; the file records which labelled sets
@@ -26,11 +27,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from answers.kinds import KindModel
-from answers.signals import ANSWERABILITY, FEATURES
+from answers.signals import ANSWERABILITY, CROSSED, FEATURES
 from core.fitting import logistic
 
 WEIGHTS_PATH = Path(__file__).resolve().parent / "reader_weights.json"
-FORMAT = 1
+FORMAT = 2  # 2: the answerability model crosses its signals (:class:`Crossed`)
 CLIP = 4.0  # standardized signals are clipped to this many standard deviations (at fitting and at reading)
 
 
@@ -67,6 +68,53 @@ class Linear:
                    float(data.get("bias", 0.0)))
 
 
+def crossed_names(features: Sequence[str], pairs: int) -> tuple[str, ...]:
+    """``features`` and a name for the product of each pair of the first ``pairs`` of them."""
+    i, j = np.triu_indices(pairs, 1)
+    return tuple(features) + tuple(f"{features[a]}*{features[b]}" for a, b in zip(i, j))
+
+
+def cross(z: np.ndarray, pairs: int) -> np.ndarray:
+    """Rows of standardized signals ``z`` with the product of each pair of their first ``pairs`` columns appended."""
+    z = np.atleast_2d(np.asarray(z, np.float64))
+    i, j = np.triu_indices(pairs, 1)
+    return np.hstack([z, z[:, i] * z[:, j]])
+
+
+@dataclass(frozen=True)
+class Crossed:
+    """A linear score over signals and the products of each pair of the first ``pairs`` of them: the signals are
+    standardized and clipped (``mean``, ``scale``, as :class:`Linear` does), crossed (:func:`cross`), and the
+    crossed columns scored by ``outer``, which standardizes them again. Out of fold on the labelled sets it
+    declines more of the questions a corpus does not answer, at the same share of its own answered, than the
+    signals alone (``python -m answers.train`` reports both figures; docs/benchmarks.md)."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    pairs: int
+    outer: Linear
+
+    def crossed(self, x: np.ndarray) -> np.ndarray:
+        return cross(np.clip((np.asarray(x, np.float64) - self.mean) / self.scale, -CLIP, CLIP), self.pairs)
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.outer.score(self.crossed(x))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"features": list(self.features), "mean": np.round(self.mean, 6).tolist(),
+                "scale": np.round(self.scale, 6).tolist(), "pairs": self.pairs, "crossed": self.outer.to_json()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], expected: Sequence[str]) -> "Crossed":
+        if tuple(data["features"]) != tuple(expected):
+            raise ValueError(f"the weights name the signals {data['features']}, but this reader computes "
+                             f"{list(expected)}: retrain with `python -m answers.train`")
+        pairs = int(data["pairs"])
+        return cls(tuple(data["features"]), np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
+                   pairs, Linear.from_json(data["crossed"], crossed_names(expected, pairs)))
+
+
 @dataclass(frozen=True)
 class Platt:
     a: float = 1.0
@@ -80,7 +128,7 @@ class Platt:
 class ReaderWeights:
     kinds: KindModel
     ranker: Linear
-    answerable: Linear
+    answerable: Crossed
     platt: Platt
     threshold: float  # least calibrated P(answer in the chosen units) at which the reader answers
     keep_share: float  # a unit whose probability is under this share of the best one's is not quoted
@@ -105,7 +153,7 @@ class ReaderWeights:
         if data.get("format") != FORMAT:
             raise ValueError(f"reader weights of format {data.get('format')!r}; this reader reads format {FORMAT}")
         return cls(KindModel.from_json(data["kinds"]), Linear.from_json(data["ranker"], FEATURES),
-                   Linear.from_json(data["answerable"], ANSWERABILITY), Platt(**data["platt"]),
+                   Crossed.from_json(data["answerable"], ANSWERABILITY), Platt(**data["platt"]),
                    float(data["threshold"]), float(data["keep_share"]), tuple(data.get("trained_on", ())),
                    dict(data.get("report", {})))
 

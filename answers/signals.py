@@ -66,6 +66,7 @@ _ANSWERABILITY = (
 # bigrams and its similarities run on another scale, so the model weighs them apart (a property of the script,
 # not of any one language).
 ANSWERABILITY = _ANSWERABILITY + ("unspaced",) + tuple(f"unspaced_{name}" for name in _ANSWERABILITY)
+CROSSED = len(_ANSWERABILITY)  # the first signals, read in any script, are also crossed pairwise (answers.model)
 
 
 class Corpus(Protocol):

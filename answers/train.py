@@ -26,7 +26,8 @@ Then, in order:
 2. the ranker: a conditional logit over each answerable question's candidates, L2 strength by cross-validation;
 3. ``keep_share``, the share of the best unit's probability a further unit needs to be quoted;
 4. answerability: a logistic regression over :data:`answers.signals.ANSWERABILITY` computed from out-of-fold
-   ranker scores, labelled by whether the corpus answers the question (1 for a set's own answerable questions,
+   ranker scores, and the products of each pair of the first :data:`answers.signals.CROSSED` of them
+   (:class:`answers.model.Crossed`), labelled by whether the corpus answers the question (1 for a set's own answerable questions,
    0 for SQuAD 2.0's unanswerable ones, for the wrong corpus's and for those asked without their paragraph),
    Platt-calibrated on its out-of-fold scores;
    the threshold answers at least :data:`ANSWER_SHARE` of each fitted set's own answerable questions, out of
@@ -54,9 +55,9 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from answers.kinds import KINDS, KindModel, answer_kind
-from answers.model import CLIP, WEIGHTS_PATH, Linear, Platt, ReaderWeights
+from answers.model import CLIP, WEIGHTS_PATH, Crossed, Linear, Platt, ReaderWeights, cross, crossed_names
 from answers.reader import IndexCorpus, Reader, choose
-from answers.signals import ANSWERABILITY, FEATURES, Asked, answerability, cross_kinds
+from answers.signals import ANSWERABILITY, CROSSED, FEATURES, Asked, answerability, cross_kinds
 from core.fitting import fit_conditional_logit, fit_logistic, fit_softmax, group_softmax
 from core.records import Chunk, stable_hash
 from core.text.fold import fold
@@ -573,7 +574,9 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                 weight[m] = 0.5 / m.sum()
     weight *= len(yy) / weight.sum()
     a_mean, a_scale = _standardize(zz)
-    zs = np.clip((zz - a_mean) / a_scale, -CLIP, CLIP)
+    crossed = cross(np.clip((zz - a_mean) / a_scale, -CLIP, CLIP), CROSSED)
+    c_mean, c_scale = _standardize(crossed)
+    zs = np.clip((crossed - c_mean) / c_scale, -CLIP, CLIP)
     a_best = None
     for a_lam in LAMBDAS:
         oof = np.zeros(len(yy))
@@ -588,7 +591,8 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
     a_coef, a_bias = fit_logistic(zs, yy, a_best[1], weight)
     (pa,), pb = fit_logistic(a_best[2][:, None], yy, 0.0, weight)
     platt = Platt(float(pa), float(pb))
-    answerable = Linear(ANSWERABILITY, a_mean, a_scale, a_coef, a_bias)
+    answerable = Crossed(ANSWERABILITY, a_mean, a_scale, CROSSED,
+                         Linear(crossed_names(ANSWERABILITY, CROSSED), c_mean, c_scale, a_coef, a_bias))
     p_oof = np.asarray(platt(a_best[2]))
     # Every fitted set answers at least ANSWER_SHARE of its own answerable questions (a corpus of hard questions
     # must not be declined wholesale because the others are easy).
@@ -656,9 +660,11 @@ def _blank_weights() -> ReaderWeights:
     from answers.kinds import uniform
 
     zeros = np.zeros(len(FEATURES))
+    names = crossed_names(ANSWERABILITY, CROSSED)
+    outer = Linear(names, np.zeros(len(names)), np.ones(len(names)), np.zeros(len(names)))
     return ReaderWeights(uniform(384), Linear(FEATURES, zeros, np.ones(len(FEATURES)), zeros),
-                         Linear(ANSWERABILITY, np.zeros(len(ANSWERABILITY)), np.ones(len(ANSWERABILITY)),
-                                np.zeros(len(ANSWERABILITY))), Platt(), 0.0, 1.0)
+                         Crossed(ANSWERABILITY, np.zeros(len(ANSWERABILITY)), np.ones(len(ANSWERABILITY)), CROSSED,
+                                 outer), Platt(), 0.0, 1.0)
 
 
 def _close(a: ReaderWeights, b: ReaderWeights) -> list[str]:
@@ -666,7 +672,7 @@ def _close(a: ReaderWeights, b: ReaderWeights) -> list[str]:
     problems = []
     if a.trained_on != b.trained_on:
         problems.append(f"fitted on {list(a.trained_on)}, shipped on {list(b.trained_on)}")
-    for name, u, v in (("ranker", a.ranker.coef, b.ranker.coef), ("answerable", a.answerable.coef, b.answerable.coef),
+    for name, u, v in (("ranker", a.ranker.coef, b.ranker.coef), ("answerable", a.answerable.outer.coef, b.answerable.outer.coef),
                        ("kinds", a.kinds.coef, b.kinds.coef)):
         gap = float(np.max(np.abs(u - v))) if u.shape == v.shape else np.inf
         if gap > 0.05 * max(1.0, float(np.max(np.abs(v)))):

@@ -218,3 +218,26 @@ def test_a_best_unit_is_read_against_how_alike_the_candidates_are() -> None:
     assert shifted["dense_over_units"] == pytest.approx(base["dense_over_units"])  # the scale moved, not the signal
     assert shifted["max_dense"] == pytest.approx(base["max_dense"] + 0.06)
     assert alike["dense_over_units"] == pytest.approx(0.02)
+
+
+def test_the_answerability_model_crosses_the_script_free_signals_and_round_trips() -> None:
+    """The answerability score is linear in the standardized signals and in the product of each pair of the first
+    ``pairs`` of them, standardized again; the file holds both standardizations and the names of the products."""
+    from answers.model import Crossed, Linear, cross, crossed_names
+
+    rng = np.random.default_rng(7)
+    names = ("a", "b", "c", "d")
+    outer_names = crossed_names(names, 3)
+    assert outer_names == names + ("a*b", "a*c", "b*c")
+    mean, scale = rng.normal(size=4), rng.uniform(0.5, 2.0, size=4)
+    outer = Linear(outer_names, rng.normal(size=7), rng.uniform(0.5, 2.0, size=7), rng.normal(size=7), 0.3)
+    model = Crossed(names, mean, scale, 3, outer)
+    x = rng.normal(size=(5, 4))
+    z = np.clip((x - mean) / scale, -4.0, 4.0)
+    by_hand = np.hstack([z, z[:, [0]] * z[:, [1]], z[:, [0]] * z[:, [2]], z[:, [1]] * z[:, [2]]])
+    assert np.allclose(cross(z, 3), by_hand)
+    assert np.allclose(model.score(x), np.clip((by_hand - outer.mean) / outer.scale, -4.0, 4.0) @ outer.coef + 0.3)
+    again = Crossed.from_json(json.loads(json.dumps(model.to_json())), names)
+    assert np.allclose(again.score(x), model.score(x), atol=1e-4)
+    with pytest.raises(ValueError, match="retrain"):
+        Crossed.from_json(model.to_json(), ("a", "b", "c", "e"))
