@@ -259,20 +259,23 @@ def map_reports(question: str, reports: Sequence[Report], tokenizer: Tokenizer, 
     Without ``index`` only the reports' own findings are candidates and relevance is lexical. With ``whole`` (a
     question about the collection as a whole that names nothing in it, :func:`about_the_whole`) words shared
     with the question mean nothing: reports rank by how much of the corpus their community spans, and their
-    points by centrality (the report's own findings first), each point weighted by its page's kind over the best
-    kind among its report's points (``kind_weights``, :func:`core.settings.kind_weight`): a community quotes its
-    guide's sentence before its changelog's line, and a community of changelog lines alone keeps them (which
-    communities answer was already weighed by kind: :mod:`strata.topics`)."""
+    points by centrality (the report's own findings first), by the kinds of their pages (``kind_weights``,
+    :func:`core.settings.kind_weight`): a report's breadth counts at the mean kind of its points' pages (a
+    community of changelog lines comes after one of guides as broad), and a point at its page's kind over the
+    best kind among its report's points (a community quotes its guide's sentence before its changelog's line,
+    and one of changelog lines alone keeps them)."""
     cands = _candidates(reports, index)
     if not cands:
         return []
     if whole:
         breadth = _breadth(reports)
         kind = np.array([_kind_weight(index, p.chunk_ids, kind_weights) for _, p, _ in cands])
-        best: dict[int, float] = {}
+        of: dict[int, list[float]] = {}
         for (pos, _, _), k in zip(cands, kind):
-            best[pos] = max(best.get(pos, 0.0), float(k))
-        scores = np.array([(0.6 * breadth[pos] + 0.3 * pr + 0.1 * reports[pos].rating / 10.0) * k / (best[pos] or 1.0)
+            of.setdefault(pos, []).append(float(k))
+        mean = {pos: float(np.mean(ks)) for pos, ks in of.items()}
+        best = {pos: max(ks) or 1.0 for pos, ks in of.items()}
+        scores = np.array([(0.6 * breadth[pos] * mean[pos] + 0.3 * pr + 0.1 * reports[pos].rating / 10.0) * k / best[pos]
                            for (pos, _, pr), k in zip(cands, kind)])
         return _ranked_points(cands, scores, reports, limit)
     texts = [p.text for _, p, _ in cands]

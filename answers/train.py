@@ -672,11 +672,19 @@ def _close(a: ReaderWeights, b: ReaderWeights) -> list[str]:
     problems = []
     if a.trained_on != b.trained_on:
         problems.append(f"fitted on {list(a.trained_on)}, shipped on {list(b.trained_on)}")
-    for name, u, v in (("ranker", a.ranker.coef, b.ranker.coef), ("answerable", a.answerable.outer.coef, b.answerable.outer.coef),
-                       ("kinds", a.kinds.coef, b.kinds.coef)):
+    pairs = [("ranker", a.ranker.coef, b.ranker.coef), ("ranker mean", a.ranker.mean, b.ranker.mean),
+             ("ranker scale", a.ranker.scale, b.ranker.scale),
+             ("answerable", a.answerable.outer.coef, b.answerable.outer.coef),
+             ("answerable mean", a.answerable.mean, b.answerable.mean),
+             ("answerable scale", a.answerable.scale, b.answerable.scale),
+             ("answerable crossed mean", a.answerable.outer.mean, b.answerable.outer.mean),
+             ("answerable crossed scale", a.answerable.outer.scale, b.answerable.outer.scale),
+             ("platt", np.array([a.platt.a, a.platt.b]), np.array([b.platt.a, b.platt.b])),
+             ("kinds", a.kinds.coef, b.kinds.coef)]
+    for name, u, v in pairs:
         gap = float(np.max(np.abs(u - v))) if u.shape == v.shape else np.inf
         if gap > 0.05 * max(1.0, float(np.max(np.abs(v)))):
-            problems.append(f"{name} coefficients differ by up to {gap:.3f}")
+            problems.append(f"{name} differs by up to {gap:.3f}")
     if abs(a.threshold - b.threshold) > 0.03:
         problems.append(f"threshold {a.threshold:.3f} against {b.threshold:.3f}")
     if a.keep_share != b.keep_share:

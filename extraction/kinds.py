@@ -7,7 +7,8 @@ largest communities of the graph. The kind is read from the page's shape as the 
 (:class:`extraction.markdown_text.MarkdownShape`), never from its words:
 
 - ``changelog``: the page's title ends with a version or a date (release notes: "Hatch v1.8.0"; "OAuth 2.0
-  Client Credentials" documents a protocol's version), or most of its section headings, or of one level's, name
+  Client Credentials" documents a protocol's version) and the page has no reference's shape (a page titled
+  "Python 3.12" over tables of options documents it), or most of its section headings, or of one level's, name
   a version or a date (a release's own "Fixed" and "Added" sit a level below) and list items outnumber
   paragraphs;
 - ``glossary``: definition-list terms make up a large part of the page;
@@ -47,7 +48,11 @@ MIN_REFERENCE_HEADINGS = 3
 def kind_of(shape: MarkdownShape, title: str | None = None) -> Kind:
     """The kind of a page of this shape (see the module docstring); ``title``: its title from its metadata, when
     it has one (a page titled by its front matter has no level-1 heading)."""
-    if (title and names_release(title)) or shape.version_title:
+    reference = (shape.headings >= MIN_REFERENCE_HEADINGS
+                 and shape.code_headings >= REFERENCE_CODE_HEADING_SHARE * shape.headings
+                 or shape.table_rows + shape.code_blocks > shape.paragraphs + shape.list_items)
+    # (a title ending with a version over a reference's tables documents that version: "Python 3.12", its options)
+    if ((title and names_release(title)) or shape.version_title) and not reference:
         return "changelog"
     if _release_sections(shape) and shape.list_items > shape.paragraphs:
         return "changelog"
@@ -55,10 +60,7 @@ def kind_of(shape: MarkdownShape, title: str | None = None) -> Kind:
         return "glossary"
     if shape.words and shape.link_words >= INDEX_LINK_SHARE * shape.words:
         return "index"
-    if (shape.headings >= MIN_REFERENCE_HEADINGS and shape.code_headings >= REFERENCE_CODE_HEADING_SHARE * shape.headings
-            or shape.table_rows + shape.code_blocks > shape.paragraphs + shape.list_items):
-        return "reference"
-    return "guide"
+    return "reference" if reference else "guide"
 
 
 def _release_sections(shape: MarkdownShape) -> bool:

@@ -221,7 +221,7 @@ class OfflineExtractor:
         words = self.words
         if words is None:
             return lambda a, b: False
-        return lambda a, b: words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()), 0) > 0
+        return lambda a, b: words.pairs.get((a.strip(_WORD_EDGES).lower(), b.strip(_WORD_EDGES).lower()), 0) >= JOINED_MIN
 
     def _term(self, name: str, phrases: frozenset[str]) -> bool:
         """Whether a candidate term is an entity here: the document uses it in more than one sentence (in
@@ -260,7 +260,7 @@ class OfflineExtractor:
         joined = self._joined()
         for sent in sentences:
             sentence = sent.text
-            found = [_opening_words_back(f, sentence, joined) for f in sent.found]
+            found = [_opening_words_back(f, sent.cells or sentence, joined) for f in sent.found]
             # A bare version is a number: the same "1.0.0" belongs to unrelated products, so it is no graph entity
             # (find_entities still reports it, for the router's identifier evidence).
             # (a heading of a document that writes its headings in sentence case keeps its capitals: "Historia
@@ -368,16 +368,19 @@ def _base_form(view: str) -> Callable[[str], str]:
 _NEXT_WORD = re.compile(r"[\s,;:]*([^\W\d_]+)")
 
 
+JOINED_MIN = 2  # uses of two words capitalized together mid-sentence that make the first part of a name (set, not tuned)
 # a capitalized word right before a name (a space or a tab between), whole
 _WORD_BEFORE = re.compile(r"(?<![\w'’.\-/@$`])([^\W\d_]+)[ \t]+$")
 
 
 def _opening_words_back(f: Found, sentence: str, joined: Callable[[str, str], bool]) -> Found:
     """A name with the common words the name finder cut where its clause opens given back, when the corpus writes
-    each capitalized before the next mid-sentence (``joined``): "New York City opened" and "## New York City"
-    name New York City in a corpus that writes "in New York", as "The Hague" does where the prose writes "in The
-    Hague". The finder cuts such a word because a clause's opening word is capitalized by position and the word
-    is common; the corpus's prose tells when it is the name's own."""
+    each capitalized before the next mid-sentence (``joined``, at least :data:`JOINED_MIN` times: a date once
+    before a name, "on Monday Google said", is no name): "New York City opened" and "## New York City" name New
+    York City in a corpus that writes "in New York", as "The Hague" does where the prose writes "in The Hague".
+    The finder cuts such a word because a clause's opening word is capitalized by position and the word is
+    common; the corpus's prose tells when it is the name's own. ``sentence`` keeps a table's pipes (a cell
+    opens a clause: "| New | York City |" joins nothing)."""
     if f.type != "name" or f.possessive or f.quoted or f.term:
         return f
     start, name = f.start, f.name

@@ -299,9 +299,11 @@ def test_kinds_from_structure() -> None:
              "| Field | Description |\n| --- | --- |\n" + "".join(f"| `f{i}` | Sets {i}. |\n" for i in range(6)))
     assert kind_of(normalize_markdown(oauth).shape, "OAuth 2.0 Client Credentials") == "reference"
     assert kind_of(normalize_markdown(oauth).shape) == "reference"  # (the level-1 heading as its title)
-    release = ("# Release 2.3.0\n\nWhat changed.\n\n| Change | Pull request |\n| --- | --- |\n"
-               + "".join(f"| Fix {i} | #{i} |\n" for i in range(3)))
+    release = "# Release 2.3.0\n\nWhat changed.\n\n" + "".join(f"- Fix {i}.\n" for i in range(3))
     assert kind_of(normalize_markdown(release).shape) == "changelog"
+    python = ("# Python 3.12\n\nWhat it supports.\n\n| Option | Default |\n| --- | --- |\n"
+              + "".join(f"| `o{i}` | {i} |\n" for i in range(4)))
+    assert kind_of(normalize_markdown(python).shape) == "reference"  # (a title ending with a version, over tables)
     for title in ("Hatch v1.8.0", "Version 1.6.1 (2024-08-30)", "What's new in 2.0"):
         assert kind_of(normalize_markdown(f"# {title}\n\nWe are pleased to announce it.\n").shape) == "changelog", title
 

@@ -172,6 +172,12 @@ def test_a_common_word_opening_a_name_is_given_back_where_the_prose_writes_it_ca
         [Chunk("n#0000", "n", 0, text, 0, len(text), 40, "n.md", "h")]).extractions[0].entities}
     assert {"New York City", "The Hague", "Ghost"} <= names, names
     assert not names & {"York City", "Hague", "New Features", "The Ghost"}, names
+    # a date once before a name is no part of it, and a table's cells are apart
+    text2 = "Monday Google announced a deal.\n\n| Office | Place |\n|---|---|\n| New | York City |\n"
+    corpus2 = WordModel.of_texts([text2, prose * 20 + "On Monday Google said so. "])
+    names2 = {e.name for e in OfflineExtractor(ExtractionSettings(), corpus2).extract(
+        [Chunk("m#0000", "m", 0, text2, 0, len(text2), 20, "m.md", "h")]).extractions[0].entities}
+    assert not names2 & {"Monday Google", "New York City"}, names2
     # without a corpus to tell, the finder's cut stands
     alone = {e.name for e in OfflineExtractor(ExtractionSettings()).extract(
         [Chunk("n#0000", "n", 0, text, 0, len(text), 40, "n.md", "h")]).extractions[0].entities}

@@ -330,3 +330,23 @@ def test_an_answer_about_the_whole_quotes_a_communitys_guide_before_its_changelo
     assert order[0] == "guide#0000" and titles == {"Billing retries", "Releases"}, (order, titles)
     order, _ = ask({"changelog": 1.0})
     assert order[0] == "log#0000", order  # the report's first finding, as any page
+
+
+def test_an_answer_about_the_whole_puts_a_community_of_changelog_lines_after_one_of_guides(built) -> None:
+    """A report's breadth counts at the mean kind of its points' pages: the broader community, all changelog,
+    comes after the other by default, and first when changelogs count as any page."""
+    from dataclasses import replace
+
+    index, reports = built
+    whole = replace(forced("global"), global_score=0.99)
+    kinds = ChunkIndex(RetrievalSettings(embedder="none"))
+    kinds.add([replace(c, metadata={"kind": "changelog" if c.document_id == "ops" else "guide"}) for c in _chunks()])
+
+    def first(weights: dict[str, float] | None) -> str:
+        answer = global_answer("What are the main topics?", whole, reports, kinds, None, 8, 3, kind_weights=weights)
+        return answer.points[0].chunk_id.split("#")[0]
+
+    plain = global_answer("What are the main topics?", whole, reports, index, None, 8, 3)
+    assert plain.points[0].chunk_id.split("#")[0] == "ops"  # the broadest, with no kinds
+    assert first({"changelog": 1.0}) == "ops"
+    assert first(None) == "tale"
