@@ -7,10 +7,11 @@ It holds three models, each a few numbers per signal:
   standardized signals (:data:`answers.signals.FEATURES`), and a softmax over the candidates gives the
   probability that each holds the answer;
 - ``answerable``: a logistic regression over the question-level signals (:data:`answers.signals.ANSWERABILITY`)
-  and the products of each pair of the script-independent ones (:class:`Crossed`: one signal weighs another, as a
-  close passage that lacks the question's rarest term does), giving the probability that the corpus answers the
-  question, Platt-calibrated on out-of-fold scores; below ``threshold`` the reader declines. The probability that the quoted units hold the answer is that times the
-  ranker's probability mass on them (:attr:`answers.reader.Reading.quoted_probability`).
+  and the products of each pair of those every question has, not their copies for a question written without
+  spaces (:class:`Crossed`: one signal weighs another, as a close passage that lacks the question's rarest term
+  does), giving the probability that the corpus answers the question, Platt-calibrated on out-of-fold scores;
+  below ``threshold`` the reader declines. The probability that the quoted units hold the answer is that times
+  the ranker's probability mass on them (:attr:`answers.reader.Reading.quoted_probability`).
 
 Standardization is stored beside each linear model, never folded by hand; the file records which labelled sets
 it was fitted on, so a figure measured on one of them is known to be in sample.
@@ -81,6 +82,12 @@ def cross(z: np.ndarray, pairs: int) -> np.ndarray:
     return np.hstack([z, z[:, i] * z[:, j]])
 
 
+def crossed_signals(x: np.ndarray, mean: np.ndarray, scale: np.ndarray, pairs: int) -> np.ndarray:
+    """Raw signals ``x`` standardized and clipped (as :meth:`Linear.standardized`) and crossed (:func:`cross`): the
+    columns :class:`Crossed` scores, the same at fitting (``answers.train``) and at reading."""
+    return cross(np.clip((np.asarray(x, np.float64) - mean) / scale, -CLIP, CLIP), pairs)
+
+
 @dataclass(frozen=True)
 class Crossed:
     """A linear score over signals and the products of each pair of the first ``pairs`` of them: the signals are
@@ -95,11 +102,8 @@ class Crossed:
     pairs: int
     outer: Linear
 
-    def crossed(self, x: np.ndarray) -> np.ndarray:
-        return cross(np.clip((np.asarray(x, np.float64) - self.mean) / self.scale, -CLIP, CLIP), self.pairs)
-
     def score(self, x: np.ndarray) -> np.ndarray:
-        return self.outer.score(self.crossed(x))
+        return self.outer.score(crossed_signals(x, self.mean, self.scale, self.pairs))
 
     def to_json(self) -> dict[str, Any]:
         return {"features": list(self.features), "mean": np.round(self.mean, 6).tolist(),

@@ -27,8 +27,9 @@ Then, in order:
 3. ``keep_share``, the share of the best unit's probability a further unit needs to be quoted;
 4. answerability: a logistic regression over :data:`answers.signals.ANSWERABILITY` computed from out-of-fold
    ranker scores, and the products of each pair of the first :data:`answers.signals.CROSSED` of them
-   (:class:`answers.model.Crossed`), labelled by whether the corpus answers the question (1 for a set's own answerable questions,
-   0 for SQuAD 2.0's unanswerable ones, for the wrong corpus's and for those asked without their paragraph),
+   (:class:`answers.model.Crossed`), labelled by whether the corpus answers the question (1 for a set's own
+   answerable questions, 0 for SQuAD 2.0's unanswerable ones, for the wrong corpus's and for those asked without
+   their paragraph),
    Platt-calibrated on its out-of-fold scores;
    the threshold answers at least :data:`ANSWER_SHARE` of each fitted set's own answerable questions, out of
    fold.
@@ -55,7 +56,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from answers.kinds import KINDS, KindModel, answer_kind
-from answers.model import CLIP, WEIGHTS_PATH, Crossed, Linear, Platt, ReaderWeights, cross, crossed_names
+from answers.model import CLIP, WEIGHTS_PATH, Crossed, Linear, Platt, ReaderWeights, crossed_names, crossed_signals
 from answers.reader import IndexCorpus, Reader, choose
 from answers.signals import ANSWERABILITY, CROSSED, FEATURES, Asked, answerability, cross_kinds
 from core.fitting import fit_conditional_logit, fit_logistic, fit_softmax, group_softmax
@@ -574,7 +575,7 @@ def fit(parts: dict[str, SetSignals]) -> tuple[ReaderWeights, dict[str, Any]]:
                 weight[m] = 0.5 / m.sum()
     weight *= len(yy) / weight.sum()
     a_mean, a_scale = _standardize(zz)
-    crossed = cross(np.clip((zz - a_mean) / a_scale, -CLIP, CLIP), CROSSED)
+    crossed = crossed_signals(zz, a_mean, a_scale, CROSSED)
     c_mean, c_scale = _standardize(crossed)
     zs = np.clip((crossed - c_mean) / c_scale, -CLIP, CLIP)
     a_best = None

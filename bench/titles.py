@@ -229,7 +229,8 @@ class Prose:
                     return False
                 continue
             # (a name the prose writes only in its possessive is still its word: "Pharaoh" of "Pharaoh's daughters")
-            if not any(form in self.uses for t in (tok.casefold(),) for form in (t, f"{t}'s", f"{t}’s")):
+            word = tok.casefold()
+            if not any(form in self.uses for form in (word, f"{word}'s", f"{word}’s")):
                 return False
             after_word = True
         return after_word

@@ -146,12 +146,14 @@ def upper_case_line(view: str, text: str | None = None, lower: Container[str] = 
     table row, and no letter of a script without case (a Chinese sentence naming "HTTP" and "TCP" shouts
     nothing). Its capitals are its style's, as a title-case line's are, and say nothing of any one word; a
     sentence may end it, as it ends a shouted clause."""
-    if "|" in (view if text is None else text) or any(ch.isalpha() and ch.lower() == ch.upper() for ch in view):
+    if "|" in (view if text is None else text):
         return False
     words = [w for w in LETTER_WORD.findall(view) if len(w) >= 2]
     capitals = [w for w in words if w.isupper()]
+    # (the scan for a letter without case last: every sentence of prose is asked, and nearly all fail before it)
     return (len(words) >= 3 and len(capitals) >= TITLE_CASE_SHARE * len(words)
-            and sum(w.lower() in lower for w in capitals) >= SHOUTED_LOWER_WORDS)
+            and sum(w.lower() in lower for w in capitals) >= SHOUTED_LOWER_WORDS
+            and not any(ch.isalpha() and ch.lower() == ch.upper() for ch in view))
 
 
 SHOUTED_LOWER_WORDS = 2  # words of a line in capitals that the text writes in lower case, for the line to shout
