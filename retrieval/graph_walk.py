@@ -42,7 +42,7 @@ from core.text import cjk, spans
 from core.text.language import detect_language
 from core.text.script import NAME_JOINERS, has_cjk
 from core.text.lemma import forms
-from core.text.keys import PROSE_NAME_TYPES, is_term, walk_key
+from core.text.keys import PROSE_NAME_TYPES, is_term, plain_word, walk_key
 from retrieval import entity_vectors
 from retrieval.hops import TitleHops, base_title
 from retrieval.lexicon import EntityLexicon, KnownEntity, keys_made_with, long_enough, polish_bases, polish_chunks
@@ -272,8 +272,10 @@ class GraphWalk:
     # -- linking ----------------------------------------------------------------------------------------------
     def link(self, question: str, query_vector: np.ndarray | None = None) -> Link:
         """The entities the question names: the longest spans of its words whose normalized name (case,
-        punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's, and the lexicon's matches
-        that are not part of a longer one; where no whole name is spelled, a span that is the last part of one
+        punctuation, underscores, hyphens, accents: :func:`walk_key`) is an entity's (in a question that
+        capitalizes names amid lower-case words, one it names by the judgement below: a longer span that names none
+        leaves its words to the shorter spans in it), and the lexicon's matches that are not part of a longer one;
+        where no whole name is spelled, a span that is the last part of one
         name alone (:func:`last_parts`: "Stiglitz" of "Joseph Stiglitz"). In a question that capitalizes names, a
         lowercase span does not name a capitalized entity. Entities mentioned in more than ``max_entity_share`` of
         the chunks seed nothing; each seed weighs by its inverse chunk frequency. A name found in prose seeds only
@@ -294,6 +296,12 @@ class GraphWalk:
         def names(span: str, name: str) -> bool:
             return not cased or span != span.lower() or name == name.lower()
 
+        total = max(1, self.n_rows)
+        limit = max(2.0, self.params.max_entity_share * total)
+
+        def named(j: int, judged: str, matched: str) -> bool:  # whether the question's words name entity j
+            return not self.is_stop(judged) and self._names(j, matched, reading, capitalized)
+
         # entity position -> (the text its stop-word check reads, the question's words that matched it)
         found: dict[int, tuple[str, str]] = {}
         linked: list[str] = []  # the walk keys of the spans linked above, padded with spaces
@@ -306,7 +314,13 @@ class GraphWalk:
                 if not hits:  # a name's last part, when no whole name is spelled here
                     hits = [j for form in forms(span, language) for j in self.parts.get(walk_key(form), ())
                             if self._names_by_part(question, words, i, n, self.names[j])]
-                if hits and not self.is_stop(span):
+                # A longer span that names no entity by the judgement below leaves its words to the shorter spans
+                # in it, in a question that capitalizes names amid lower-case words: "prezydentem Stanów
+                # Zjednoczonych" spells a heading's "Prezydenta Stanów Zjednoczonych", mostly an ordinary word's
+                # uses, and holds "Stanów Zjednoczonych", a name the question capitalizes. (A question in lower
+                # case, Title Case or capitals says nothing of where its names end: "the university of chicago"
+                # does not fall back to Chicago; nor does a span naming an entity too common to seed.)
+                if hits and (not capitalized or any(named(j, span, span) for j in hits)):
                     for j in hits:
                         found.setdefault(j, (span, span))
                     linked.append(f" {walk_key(span)} ")
@@ -321,19 +335,12 @@ class GraphWalk:
                 continue  # part of a longer name the question names ("Bad Day" in "... Very Bad Day")
             for j in self.keys.get(key, ()):
                 found.setdefault(j, (hit.name, span))
-        total = max(1, self.n_rows)
-        limit = max(2.0, self.params.max_entity_share * total)
-        seeds = []
-        for j, (judged, matched) in found.items():
-            if self.df[j] > limit or self.is_stop(judged):
-                continue
-            if not self._names(j, matched, reading, capitalized):
-                continue
-            seeds.append(Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j])))
+        out = [Seed(self.entity_ids[j], self.names[j], matched, math.log(1.0 + total / self.df[j]))
+               for j, (judged, matched) in found.items() if self.df[j] <= limit and named(j, judged, matched)]
         if query_vector is not None:
-            seeds += self.link_vectors(query_vector, {s.entity_id for s in seeds}, limit)
-        seeds.sort(key=lambda s: (-s.weight, s.name))
-        return Link(tuple(seeds))
+            out += self.link_vectors(query_vector, {s.entity_id for s in out}, limit)
+        out.sort(key=lambda s: (-s.weight, s.name))
+        return Link(tuple(out))
 
     @staticmethod
     def _names_by_part(question: str, words: Sequence[spans.Word], i: int, n: int, name: str) -> bool:
@@ -361,11 +368,13 @@ class GraphWalk:
 
     def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
         """Whether the question's words ``matched`` name entity ``j``: an entity of a shape (an identifier, a
-        service, an error code: not read off capitals) always; a name or a Chinese term found in prose when the question
-        capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses in the
-        corpus (:meth:`share`)."""
+        service, an error code: not read off capitals) always; a name or a Chinese term found in prose, or an
+        identifier that is one plain word (`main`, `Main`: its code span was its only shape), when the
+        question capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses
+        in the corpus (:meth:`share`): "What are the main topics?" does not name the `main` branch."""
         if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES
-                                           and not is_term(self.names[j], self.types[j])):
+                                           and not is_term(self.names[j], self.types[j])
+                                           and not plain_word(self.names[j])):
             return True  # (a Chinese term has no shape: the tagger found it in prose, as a name)
         content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
         if content and all(w in capitalized for w in content):

@@ -30,7 +30,7 @@ from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.graph_fusion import NO_GRAPH, graph_list, walk_ahead
 from retrieval.hits import DenseEngine, Hit, IndexedChunk, RankingEngine, SearchOutcome, SparseEngine
 from retrieval.hops import Hop
-from retrieval.index_files import load_index, save_index
+from retrieval.index_files import built_with, load_index, save_index
 from retrieval.ordering import Lists, first_kept, hops_promoted, outcome, reranked, two_lists, with_walk
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vector_cache import VectorCache, chunk_vectors
@@ -413,5 +413,9 @@ class ChunkIndex:
     @classmethod
     def load(cls, folder: Path, settings: RetrievalSettings, embedder: Embedder | None | str = "settings",
              vector_cache: VectorCache | None = None, llm: Any = None) -> "ChunkIndex":
-        """The index saved in ``folder`` (:func:`retrieval.index_files.load_index`)."""
+        """The index saved in ``folder`` (:func:`retrieval.index_files.load_index`). Under ``auto`` it serves with
+        the embedder it was built with (:func:`retrieval.index_files.built_with`), which its index run chose for
+        its corpus."""
+        if settings.embedder == "auto":
+            settings = settings.model_copy(update={"embedder": built_with(folder) or "auto"})
         return load_index(lambda: cls(settings, embedder, vector_cache, llm), folder)

@@ -58,6 +58,19 @@ def save_index(index: Any, folder: Path) -> None:
         old.rmdir()
 
 
+def built_with(folder: Path) -> str | None:
+    """The ``retrieval.embedder`` setting ``auto`` stands for in the index saved in ``folder`` (the embedder its
+    index run chose for its corpus: :data:`retrieval.embed.AUTO_CHOICES`); None when there is no index there, or
+    it was built with an embedder ``auto`` never chooses."""
+    from retrieval.embed import AUTO_CHOICES
+
+    try:
+        meta = json.loads((Path(folder) / "index.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return AUTO_CHOICES.get(meta.get("embedder")) if isinstance(meta, dict) else None
+
+
 def load_index(make: Callable[[], Any], folder: Path) -> Any:
     """The index saved in ``folder``, loaded into a new empty index ``make()`` builds (after the folder is found to
     hold one, so a missing index costs no embedder load). A stored index built with other settings is refused."""

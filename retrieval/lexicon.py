@@ -8,6 +8,8 @@ in its base form. The router reads it as evidence, the graph walk seeds from it,
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import re
 from dataclasses import dataclass
@@ -78,7 +80,7 @@ def long_enough(key: str) -> bool:
 # What saved keys were made with: a lexicon or walk saved under another reads its names again. Raise KEYS_VERSION
 # when normalize_name, walk_key, spans.closed or polish_name change what they give; the Unicode data and the
 # Polish dictionary are named here (a Python or simplemma upgrade).
-KEYS_VERSION = 1
+KEYS_VERSION = 2  # 2: polish_name gives a base form to names the dictionary does not know
 
 
 def keys_made_with() -> str:
@@ -89,7 +91,10 @@ def keys_made_with() -> str:
         lemmas = version("simplemma")
     except PackageNotFoundError:
         lemmas = "none"
-    return f"keys {KEYS_VERSION}, unicode {unicodedata.unidata_version}, simplemma {lemmas}"
+    from core.text.polish_endings import TABLE
+
+    endings = hashlib.blake2b(TABLE.read_bytes(), digest_size=6).hexdigest()  # the guessed base forms' rules
+    return f"keys {KEYS_VERSION}, unicode {unicodedata.unidata_version}, simplemma {lemmas}, endings {endings}"
 
 
 def _key(name: str, kind: str) -> str:

@@ -251,6 +251,20 @@ class Router:
                               weights=self.weights, multilingual=multilingual)
 
 
+def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str) -> RouteDecision:
+    """``decision`` keeping of its entities those the question names by the graph walk's judgement
+    (:meth:`retrieval.graph_walk.GraphWalk.names_in`, as the reader's): a word the corpus mostly uses as an ordinary
+    word spells an entity without naming it ("the main topics" and the `main` branch). The route itself was read
+    from every entity the lexicon spells, as the router was trained; what the answer takes for the question's
+    entities (whether it asks about the whole corpus) are the named ones."""
+    spelled = [(span, e.name) for span, e in lexicon.find_spans(question)]
+    unnamed = {span for span, _ in spelled} - {span for span, _ in walk.names_in(question, spelled)}
+    if not unnamed:
+        return decision
+    return replace(decision, entities=tuple(e for e in decision.entities if e not in unnamed),
+                   terms=tuple(t for t in decision.terms if t not in unnamed))
+
+
 def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> RouteDecision:
     """``decision`` naming the entities the graph walk of a local
     search for ``question`` starts from, which of them were linked by the question's vector, and, for a

@@ -128,6 +128,8 @@ def print_summary(run: Any) -> None:
     table.add_row("index generation", f"{run.generation} ({'published' if run.published else 'unchanged'})")
     table.add_row("seconds", f"{run.seconds:.2f}")
     out.print(table)
+    if getattr(run, "embedder_choice", ""):
+        out.print(run.embedder_choice, markup=False, highlight=False)
     if run.llm_usage:
         usage = Table(title="LLM usage (predicted beside actual)")
         for col in ("stage", "calls", "cache hits", "retries", "input tokens", "output tokens"):

@@ -24,7 +24,7 @@ from answers.global_answer import about_the_whole, global_answer, pick_level
 from retrieval.contract import MemoryQueryRequest, MemoryQueryResponse, MemoryResult
 from retrieval.hits import SearchOutcome
 from retrieval.index import ChunkIndex
-from routing.router import with_graph_seeds
+from routing.router import named_only, with_graph_seeds
 from retrieval.lexicon import EntityLexicon
 from routing.router import Route, Router, forced
 from strata.generations import QuerySnapshot, load_generation
@@ -192,6 +192,8 @@ class Engine:
                 live = {self._current.number, *(r.number for r in self._retired), snap.number}
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=snap.has_reports)
+        if snap.index.graph_walk is not None and snap.lexicon is not None:  # the entities the question names
+            decision = named_only(decision, snap.index.graph_walk, snap.lexicon, question)
         if mode:
             return forced(mode, decision)
         if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from

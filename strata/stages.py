@@ -93,6 +93,7 @@ class IndexRun:
     generation: int | None = None
     published: bool = False
     recovered: bool = False
+    embedder_choice: str = ""  # what ``auto`` chose for the corpus, or why it kept another (strata.stages.settle_embedder)
     seconds: float = 0.0
     started_at: str = ""
     stage_seconds: dict[str, float] = field(default_factory=dict)  # seconds per stage (a batched stage summed)
@@ -287,6 +288,10 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
     ws.root.mkdir(parents=True, exist_ok=True)
     lock = ws.lock().__enter__()
     try:
+        # (a run that indexes a folder in place of all the workspace's embeds every chunk again, as --full does)
+        replaced = folders is not None and bool(folders.before) and not (
+            {f.path for f in folders.before} & {f.path for f in folders.folders})
+        settings, embedder_note = settle_embedder(settings, ws, loaded.documents, full or replaced)
         if folders is not None:
             from strata.folders import commit_plan
 
@@ -306,8 +311,65 @@ def open_session(folder: Path | str, settings: StrataSettings, loaded: LoadResul
                    documents=len(loaded.documents), problems=[{"path": p.path, "reason": p.reason} for p in loaded.problems],
                    empty=list(loaded.empty), unsupported=dict(loaded.unsupported), recovered=recovering,
                    started_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), extractor=fingerprint.label())
+    run.embedder_choice = embedder_note
     return IndexSession(settings, ws, store, client, ledger, loaded, run, progress, own_store, time.perf_counter(),
                         lock, fingerprint, recorded_extractor(ws), recovering, full, restore_gc=batch_collector())
+
+
+def settle_embedder(settings: StrataSettings, ws: Workspace, documents: Sequence[Document],
+                    fresh: bool = False) -> tuple[StrataSettings, str]:
+    """``settings`` with ``retrieval.embedder`` ``auto`` settled for this run, and a line to say about it (empty
+    when it was not ``auto``, or kept the index's embedder, which the corpus still calls for). The embedder that built
+    the published index, when it holds chunks and that embedder (MiniLM or e5) is installed: its vectors stay
+    valid. Else, or when the run is ``fresh`` (``--full``, or a folder that replaces the workspace's: every chunk
+    is embedded again), the one the corpus's languages call for (:func:`retrieval.embed.auto_embedder`: e5 for a
+    corpus mostly in Chinese or Polish), judged by each document's detected language, weighed by its length. An
+    index built with none (BM25 alone, MiniLM not installed then) is no choice to keep."""
+    from collections import Counter
+
+    from core.text.language import detect_language
+    from retrieval.e5 import e5_available
+    from retrieval.embed import auto_embedder, minilm_available
+    from retrieval.index_files import built_with
+
+    if settings.retrieval.embedder != "auto":
+        return settings, ""
+    installed = {"minilm": minilm_available, "e5": e5_available}
+    current = ws.current()
+    meta = None if fresh or current is None else _index_meta(current.index_dir)
+    kept = built_with(current.index_dir) if meta and meta.get("rows") and current is not None else None
+    counts: Counter[str] = Counter()
+    for d in documents:
+        counts[detect_language(d.text)] += len(d.text)
+    would = auto_embedder(counts)
+    if kept in installed and installed[kept]():
+        choice, note = kept, ""
+        if would != kept:
+            note = (f"embedder: auto keeps {kept}, which built this workspace's index, though the corpus's "
+                    f"languages ({_shares(counts)}) call for {would}; `strata reindex --full` switches")
+    else:
+        choice = would
+        note = f"embedder: auto chose {choice} for the corpus's languages ({_shares(counts) or 'no text'})"
+    retrieval = settings.retrieval.model_copy(update={"embedder": choice})
+    return settings.model_copy(update={"retrieval": retrieval}), note
+
+
+def _shares(counts: Mapping[str, int]) -> str:
+    """The three largest languages of ``counts`` with their shares: "Chinese (zh) 92%, English (en) 8%"."""
+    from core.text.language import describe_language
+
+    total = sum(counts.values()) or 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{describe_language(lang)} {n / total:.0%}" for lang, n in top)
+
+
+def _index_meta(folder: Path) -> dict[str, Any] | None:
+    """The ``index.json`` of the index saved in ``folder`` (None when none is there, or it cannot be read)."""
+    try:
+        meta = json.loads((folder / "index.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
 
 
 @timed_stage("plan")

@@ -17,10 +17,11 @@ def _chunk(doc: str, text: str) -> Chunk:
     return Chunk(chunk_id(doc, 0), doc, 0, text, 0, len(text), len(text), doc, f"{doc}-h")
 
 
-def _entities(*texts: str, base_forms: bool = True) -> list[tuple[str, str]]:
+def _entities(*texts: str, base_forms: bool = True, as_written: bool = False) -> list[tuple[str, str]]:
+    """(name, type) of each mention: in its base form (the key it is merged by), or ``as_written``."""
     settings = ExtractionSettings(name_base_forms=base_forms)
     result = OfflineExtractor(settings).extract([_chunk(f"d{i}", t) for i, t in enumerate(texts)])
-    return [(e.name, e.type) for ex in result.extractions for e in ex.entities]
+    return [((e.written or e.name) if as_written else e.name, e.type) for ex in result.extractions for e in ex.entities]
 
 
 def test_chinese_terms_a_document_repeats_are_entities_and_related() -> None:
@@ -83,7 +84,8 @@ def test_a_capital_after_any_language_s_opening_quote_is_its_place_s_unless_the_
              "Statek „Batory” wypłynął z Gdyni. Klub „Legia” wygrał mecz. The ship “Titanic” sank.",
              "Czytał „The New York Times” codziennie i nucił „Say My Name” w domu.",
              "Czytałam »Lalkę« Prusa.", "The road from Paris‚ France to Berlin is long.")
-    names = {n for n, _ in _entities(*texts)}
+    # (as written and in base form: "Say My Name", an English title a Polish text quotes, has no Polish base form)
+    names = {n for n, _ in _entities(*texts, as_written=True) + _entities(*texts)}
     assert not names & {"Kiedy", "Może", "Pourquoi", "Vielleicht"}, names
     assert {"Beyoncé", "Batory", "Legia", "Titanic", "The New York Times", "Say My Name", "Prus",
             "France"} <= names, names
@@ -226,6 +228,41 @@ def test_polish_names_are_one_entity_in_their_base_form_and_questions_link_them(
     assert {"Warszawie", "Warszawy", "Warszawa"} <= set(written)  # the peer: every case its own entity
     lexicon = EntityLexicon([KnownEntity("Warszawa", "name", 3)], 10)
     assert [e.name for e in lexicon.find("Kto kieruje zespołem w Warszawie?")] == ["Warszawa"]
+
+
+def test_a_polish_name_the_dictionary_does_not_know_is_given_its_base_form_by_its_ending() -> None:
+    """Borrowed names inflect as the dictionary's own names do: the rules its names teach give their base form,
+    so their cases are one entity, and a question in another case links it."""
+    from core.text.lemma import polish_lemma, polish_name
+    from core.text.polish_endings import guess_lemma
+
+    assert polish_lemma("Macmillana") is None and polish_lemma("Nasserem") is None  # not in the dictionary
+    assert [guess_lemma(w) for w in ("Macmillana", "Macmillanem", "Macmillan", "Nasserem", "Montiniego")] == [
+        "Macmillan", "Macmillan", "Macmillan", "Nasser", "Montini"]
+    assert guess_lemma("macmillana") == "macmillana" and guess_lemma("X11a") == "X11a"  # a capitalized word only
+    assert polish_name("Harolda Macmillana") == "Harold Macmillan"
+    texts = ("W 1957 partia wybrała Macmillana na premiera.", "Rząd kierowany przez Macmillana upadł w 1963 roku.",
+             "Prezydent rozmawiał wtedy z Macmillanem.")
+    merged = [n for n, _ in _entities(*texts)]
+    assert merged.count("Macmillan") == 3 and not {"Macmillana", "Macmillanem"} & set(merged), merged
+    # Its guessed base form merges the cases but is no name to show: the entity is named as the text writes it.
+    from retrieval.lexicon import lexicon_for
+
+    others = [f"Dokument numer {i} opisuje pogodę nad morzem." for i in range(40)]  # so that it is no hub
+    chunks = [_chunk(f"d{i}", t) for i, t in enumerate(texts + tuple(others))]
+    entities, relations = resolve(OfflineExtractor(ExtractionSettings()).extract(chunks).extractions)
+    assert [(e.name, len(e.chunk_ids)) for e in entities if "Macmillan" in e.name] == [("Macmillana", 3)]
+    index = ChunkIndex(RetrievalSettings(embedder="none"))
+    index.add(chunks)
+    graph = GraphSnapshot(tuple(entities), tuple(relations))
+    lexicon = lexicon_for(graph, index)
+    walk = walk_for_index(graph, index)
+    for question in ("Kiedy Macmillan zrezygnował?", "Co stało się z Macmillanem?"):  # cases the text wrote once or never
+        assert [e.name for e in lexicon.find(question)] == ["Macmillana"], question
+        assert [s.name for s in walk.link(question).seeds] == ["Macmillana"], question
+    # A borrowed name in its nominative keeps its letters ("Biden", not a case of "Bidno"); a short word is left whole.
+    assert [guess_lemma(w) for w in ("Biden", "Bidenem", "Bedford", "Joe", "Abu")] == ["Biden", "Biden", "Bedford",
+                                                                                     "Joe", "Abu"]
 
 
 def test_a_polish_name_is_named_as_the_text_writes_it_and_found_in_any_case(tmp_path) -> None:

@@ -228,6 +228,32 @@ def test_a_name_is_linked_by_its_last_part_alone_where_that_names_one_entity() -
     assert seeds("Stiglitz在2009年提出了什么？") == {"Joseph Stiglitz"}  # a capital in a Chinese question is the name's
 
 
+def test_a_longer_span_that_names_no_entity_leaves_its_words_to_the_names_inside_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.records import Entity, GraphSnapshot
+    from retrieval.graph_walk import GraphWalk
+
+    names = ["Types of Lowmarsh", "Lowmarsh", "Port Vesmar", "Vesmar"]
+    entities = tuple(Entity(f"e{i}", n, "name", "", (f"c{i}",)) for i, n in enumerate(names))
+    walk = GraphWalk.build(GraphSnapshot(entities, ()), {f"c{i}": i for i in range(4)}, 4)
+    # "Types of Lowmarsh" was met where a heading capitalized it: its words are mostly another thing's uses.
+    ordinary = walk.keys[walk_key("Types of Lowmarsh")][0]
+    walk.is_stop = lambda text: text.lower() in {"of", "are", "there", "which", "was", "when"}  # (the tokenizer's, in an index)
+    monkeypatch.setattr(walk, "share", lambda j, matched, language: 0.1 if j == ordinary else 1.0)
+
+    def seeds(question: str) -> list[str]:
+        return [s.name for s in walk.link(question).seeds]
+
+    assert seeds("Which types of Lowmarsh pumps are there?") == ["Lowmarsh"]
+    assert seeds("Which Types of Lowmarsh pumps are there?") == ["Types of Lowmarsh"]  # capitalized: the name
+    # A question that capitalizes no name amid lower-case words says nothing of where its names end.
+    assert seeds("which types of lowmarsh pumps are there?") == []
+    assert seeds("Which Types Of Lowmarsh Pumps Are There?") == []
+    # A longer name too common to seed is still what the question names: no shorter one stands in for it.
+    walk.df[walk.keys[walk_key("Port Vesmar")][0]] = 100.0
+    assert seeds("When was Port Vesmar built?") == []
+
+
 def test_the_walk_works_the_same_over_neo4j(neo4j_store_settings: StoreSettings, tmp_path: Path) -> None:
     from core.store.neo4j_store import Neo4jGraphStore
     from strata.engine import Engine
@@ -337,6 +363,36 @@ def test_an_ordinary_word_does_not_name_an_entity_met_where_it_was_capitalized(s
         walk.params = replace(walk.params, name_share=0.0)
         assert "Types" in [s.name for s in walk.link("which type drove the mills").seeds]
         assert corpus.known_names("which type drove the mills at lowmarsh") == ["type", "lowmarsh"]
+    finally:
+        eng.close()
+
+
+PLAIN = {  # `main` is a branch in one page's code span, and a word of the code and prose of the others
+    "sync.md": "Push the commit to the `main` branch of the repository at Lowmarsh.\n",
+    "entry.md": "The entry point of the tool:\n\n```python\ndef main():\n    run()\n```\n",
+    "script.md": "Run it as a script:\n\n```python\nif __name__ == '__main__':\n    main()\n```\n",
+    "loop.md": "The main loop reads events until the tool stops.\n",
+    "tests.md": "Each test calls the tool:\n\n```python\nmain(['--check'])\n```\n",
+}
+
+
+def test_a_plain_word_found_in_a_code_span_names_its_entity_only_where_the_corpus_says_so(
+        settings: StrataSettings, tmp_path: Path) -> None:
+    from strata.engine import Engine
+    from strata.pipeline import index_folder
+
+    index_folder(write_corpus(tmp_path / "notes", PLAIN), settings)
+    eng = Engine(settings)
+    try:
+        walk = eng.index.graph_walk
+        j = walk.keys[walk_key("main")][0]  # extracted from its code span
+        assert walk.share(j, "main", "en") < walk.params.name_share  # one page mentions it, four hold the word
+        assert [s.name for s in walk.link("What are the main topics?").seeds] == []
+        # what the answer takes for the question's entities: the named ones (it asks about the whole corpus)
+        assert "main" not in eng.route("What are the main topics?").entities
+        assert eng.route("Where is Lowmarsh?").entities == ("Lowmarsh",)
+        # a question that capitalizes the word amid lower-case ones says it means the name
+        assert [s.name for s in walk.link("Where is the Main branch pushed?").seeds] == ["main"]
     finally:
         eng.close()
 

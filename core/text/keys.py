@@ -18,6 +18,14 @@ from core.text.spans import closed
 PROSE_NAME_TYPES = frozenset({"name", "person", "organization", "location", "geo", "event"})
 
 
+def plain_word(name: str) -> bool:
+    """Whether a name is one word of letters with no capital after its first (`main`, `Main`, `uv`; not
+    `node_exporter`, `HTTPRoute` nor `API`): it may be a word of the language as well as a name, whatever code
+    span it was found in, and no shape tells which; how the corpus uses it does
+    (:meth:`retrieval.graph_walk.GraphWalk.share`)."""
+    return name.isalpha() and name[1:].islower()
+
+
 def is_term(name: str, type_: str) -> bool:
     """Whether an entity is a Chinese term: a concept written in a CJK script, a common noun the tagger found in
     prose (齿轮, 蒸汽机), not a name. Chinese has no capitals to tell the two apart: such a term is judged by how the

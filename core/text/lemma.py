@@ -29,16 +29,25 @@ def polish_lemma(word: str) -> str | None:
 BASE_FORM_TYPES = frozenset({"name", "person", "location", "organization"})
 
 
+def name_lemma(word: str) -> str:
+    """The base form of a word of a Polish name: the dictionary's lemma, or for a capitalized word it does not
+    know the one its ending gives (:func:`core.text.polish_endings.guess_lemma`: "Macmillana" -> "Macmillan",
+    rules learned from the dictionary's own names); else as written."""
+    from core.text.polish_endings import guess_lemma
+
+    return polish_lemma(word) or guess_lemma(word)
+
+
 def polish_name(name: str) -> str:
-    """A Polish name in its base form, word by word ("Jana Kowalskiego" -> "Jan Kowalskie"; a word the
-    dictionary does not know stays as written)."""
-    return " ".join(polish_lemma(w) or w for w in name.split(" "))
+    """A Polish name in its base form, word by word (:func:`name_lemma`: "Jana Kowalskiego" -> "Jan Kowalskie",
+    "Harolda Macmillana" -> "Harold Macmillan")."""
+    return " ".join(name_lemma(w) for w in name.split(" "))
 
 
 def words_in_base_form(name: str) -> int:
     """How many of a Polish name's words the text wrote in their base form ("Polska Akademia Nauk": two, the
     genitive "Nauk" aside; "Polskiej Akademii Nauk": none). A word the dictionary does not know counts as in its
-    base form: nothing tells otherwise."""
+    base form: a guess from its ending (:func:`name_lemma`) merges a name's cases, but is no word to show."""
     return sum(polish_lemma(w) in (None, w) for w in name.split(" "))
 
 
