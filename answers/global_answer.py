@@ -19,6 +19,7 @@ nowhere, with no chunk close in meaning, is declined: the corpus does not cover 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, Sequence
@@ -33,7 +34,7 @@ from core.records import Finding, Report
 from core.settings import kind_weight
 from core.text import cjk, shapes, spans
 from core.text.language import detect_language
-from core.text.script import CJK_RUN
+from core.text.script import CJK_RUN, has_cjk
 from core.text.sentences import title_line
 from core.text.glue import ENGLISH, glue_for
 from retrieval.bm25 import BM25Index
@@ -160,10 +161,23 @@ def about_the_whole(route: RouteDecision, reports: Sequence[Report] = ()) -> boo
     ("文档整体上如何讨论蒸汽机？" of a corpus with a community about 蒸汽机 asks about that). A term that titles
     none is one the question frames itself with, as an English question's lower-case nouns ("What are the main
     topics of these documents?") name nothing: "這批文件大致涵蓋哪些主題？" is about the whole, though one paragraph
-    of the corpus repeats 主題 and the extractor made it a term."""
-    framing = {t for t in route.terms if not any(t in r.title for r in reports)}
-    names = set(route.entities) - framing
+    of the corpus repeats 主題 and the extractor made it a term. A word the question spells an entity by without
+    naming it (:func:`routing.router.named_only`: "main" of "the main topics", where `main` is a branch in a code
+    span) is such a term too: it names a topic only where it leads a community's title (its part before a colon,
+    as a whole word, in any case: "resolution" of "Resolution: uv lock and PubGrub"; not "main" of "Locking
+    environments: SHA and main")."""
+    framing = {t for t in route.terms if not any(_titles(t, r.title) for r in reports)}
+    names = (set(route.entities) | set(route.terms)) - framing
     return route.global_score >= WHOLE_CONFIDENCE and not names and not route.identifiers
+
+
+def _titles(term: str, title: str) -> bool:
+    """Whether ``title``'s lead (before its first colon) holds ``term``: anywhere in it for Chinese (no spaces
+    between words), else as a whole word in any case."""
+    title = re.split(r"[:：]", title, maxsplit=1)[0]
+    if has_cjk(term):
+        return term in title
+    return re.search(rf"(?<!\w){re.escape(term.casefold())}(?!\w)", title.casefold()) is not None
 
 
 @dataclass(frozen=True, slots=True)

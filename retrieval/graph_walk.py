@@ -366,30 +366,33 @@ class GraphWalk:
         beside = ([words[i - 1]] if i > 1 else []) + ([words[i + n]] if i + n < len(words) else [])
         return all(not w.text[:1].isupper() or walk_key(w.text) in own for w in beside)
 
-    def _names(self, j: int, matched: str, language: str, capitalized: set[str]) -> bool:
+    def _names(self, j: int, matched: str, language: str, capitalized: set[str], plain: bool = False) -> bool:
         """Whether the question's words ``matched`` name entity ``j``: an entity of a shape (an identifier, a
-        service, an error code: not read off capitals) always; a name or a Chinese term found in prose, or an
-        identifier that is one plain word (`main`, `Main`: its code span was its only shape), when the
+        service, an error code: not read off capitals) always; a name or a Chinese term found in prose when the
         question capitalizes the words amid its words (``capitalized``), or when the entity is most of their uses
-        in the corpus (:meth:`share`): "What are the main topics?" does not name the `main` branch."""
+        in the corpus (:meth:`share`). With ``plain``, an entity that is one plain word (`main`, `Main`,
+        `pytest`: :func:`core.text.keys.plain_word`) is judged so too, whatever its type: what a question
+        about the whole corpus asks (:func:`routing.router.named_only`) reads; a search or the reader still
+        takes `pytest` for the tool."""
         if self.params.name_share <= 0 or (self.types and self.types[j] not in PROSE_NAME_TYPES
                                            and not is_term(self.names[j], self.types[j])
-                                           and not plain_word(self.names[j])):
+                                           and not (plain and plain_word(self.names[j]))):
             return True  # (a Chinese term has no shape: the tagger found it in prose, as a name)
         content = [w.text for w in spans.words(matched) if not self.is_stop(w.text)]  # "the" of "the X"
         if content and all(w in capitalized for w in content):
             return True
         return self.share(j, matched, language) >= self.params.name_share
 
-    def names_in(self, question: str, matches: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    def names_in(self, question: str, matches: Sequence[tuple[str, str]],
+                 plain: bool = False) -> list[tuple[str, str]]:
         """Those of ``matches`` ((the question's words, the entity name they spell), as the lexicon finds them)
         that name their entity by :meth:`link`'s judgement (a name the walk does not hold is kept); the
-        reader's question names are these."""
+        reader's question names are these. ``plain``: see :meth:`_names`."""
         language, capitalized = self.query_language(question), _capitalized(spans.words(question))
         out = []
         for span, name in matches:
             held = self.keys.get(walk_key(name), ())
-            if not held or any(self._names(j, span, language, capitalized) for j in held):
+            if not held or any(self._names(j, span, language, capitalized, plain) for j in held):
                 out.append((span, name))
         return out
 

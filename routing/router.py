@@ -252,17 +252,24 @@ class Router:
 
 
 def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str) -> RouteDecision:
-    """``decision`` keeping of its entities those the question names by the graph walk's judgement
-    (:meth:`retrieval.graph_walk.GraphWalk.names_in`, as the reader's): a word the corpus mostly uses as an ordinary
-    word spells an entity without naming it ("the main topics" and the `main` branch). The route itself was read
-    from every entity the lexicon spells, as the router was trained; what the answer takes for the question's
-    entities (whether it asks about the whole corpus) are the named ones."""
+    """``decision`` with the spans the question spells an entity by without naming it (by the graph walk's
+    judgement, :meth:`retrieval.graph_walk.GraphWalk.names_in`, which here judges a plain word such as `main` by
+    its uses too) moved from its entities to its terms, and the names the walk links inside a longer span added
+    ("Stanów Zjednoczonych" of "prezydentem Stanów Zjednoczonych"). A term counts as an entity of the question only
+    where it titles a community (:func:`answers.global_answer.about_the_whole`): "What are the main topics?" does
+    not name the `main` branch, while "What does the documentation say about resolution overall?" names the
+    topic of a community titled "Resolution". The route itself was read from every span the lexicon spells, as
+    the router was trained."""
     spelled = [(span, e.name) for span, e in lexicon.find_spans(question)]
-    unnamed = {span for span, _ in spelled} - {span for span, _ in walk.names_in(question, spelled)}
-    if not unnamed:
+    unnamed = {span for span, _ in spelled} - {span for span, _ in walk.names_in(question, spelled, plain=True)}
+    not_named = {name for span, name in spelled if span in unnamed}
+    inside = list(dict.fromkeys(as_written(s.matched) for s in walk.link(question).seeds
+                                if s.by == "name" and s.name not in not_named))
+    inside = [span for span in inside if span not in decision.entities and span not in unnamed]
+    if not unnamed and not inside:
         return decision
-    return replace(decision, entities=tuple(e for e in decision.entities if e not in unnamed),
-                   terms=tuple(t for t in decision.terms if t not in unnamed))
+    return replace(decision, entities=tuple(e for e in decision.entities if e not in unnamed) + tuple(inside),
+                   terms=tuple(dict.fromkeys([*decision.terms, *(e for e in decision.entities if e in unnamed)])))
 
 
 def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> RouteDecision:

@@ -349,7 +349,8 @@ def settle_embedder(settings: StrataSettings, ws: Workspace, documents: Sequence
                     f"languages ({_shares(counts)}) call for {would}; `strata reindex --full` switches")
     else:
         choice = would
-        note = f"embedder: auto chose {choice} for the corpus's languages ({_shares(counts) or 'no text'})"
+        note = ("" if meta and choice == built_with(current.index_dir) else  # (said when it chose it)
+                f"embedder: auto chose {choice} for the corpus's languages ({_shares(counts) or 'no text'})")
     retrieval = settings.retrieval.model_copy(update={"embedder": choice})
     return settings.model_copy(update={"retrieval": retrieval}), note
 

@@ -141,6 +141,14 @@ def test_a_chinese_question_about_the_whole_is_not_held_by_the_concept_terms_it_
     # router is that it reads as global
     steam = replace(whole, entities=("文件", "稻"), terms=("文件", "稻"), global_score=0.97)
     assert not about_the_whole(steam, reports) and about_the_whole(steam, reports[:2])
+    # A word the question spells an entity by without naming it is a term (routing.router.named_only): a topic only
+    # where it leads a community's title, as a whole word in any case.
+    titled = [_report("c_res", "Resolution: uv lock and PubGrub", ships, 30),
+              _report("c_lock", "Locking environments: SHA and main", rice, 12)]
+    english = replace(whole, entities=(), terms=("main",), global_score=0.97)
+    assert about_the_whole(english, titled)  # "main" only follows the colon
+    assert not about_the_whole(replace(english, terms=("resolution",)), titled)
+    assert about_the_whole(replace(english, terms=("resolut",)), titled)  # a whole word, not a piece of one
 
 def test_an_item_of_a_list_too_long_to_quote_whole_is_one_unit() -> None:
     """An options list longer than a quotable block: each option (its name, type, default and what it does) is

