@@ -130,7 +130,7 @@ def make_embedder(name: str, dim: int, llm: Any = None, embedding_model: str = "
     (:func:`auto_embedder`, :func:`strata.stages.settle_embedder`), and a stored index serves with the embedder
     it was built with. ``model_cache`` is where fetched models live (``retrieval.model_cache``; bge-small)."""
     if name == "auto":
-        name = "minilm" if minilm_available() else "none"
+        name = auto_embedder({})  # (no corpus to judge)
     if name == "none":
         return None
     if name == "hashing":

@@ -30,7 +30,7 @@ from retrieval.filters import ColumnIndex, parse_filter
 from retrieval.graph_fusion import NO_GRAPH, graph_list, walk_ahead
 from retrieval.hits import DenseEngine, Hit, IndexedChunk, RankingEngine, SearchOutcome, SparseEngine
 from retrieval.hops import Hop
-from retrieval.index_files import built_with, load_index, save_index
+from retrieval.index_files import built_with, load_index, save_index, stored_meta
 from retrieval.ordering import Lists, first_kept, hops_promoted, outcome, reranked, two_lists, with_walk
 from retrieval.tokenize import Tokenizer, TokenizerConfig
 from retrieval.vector_cache import VectorCache, chunk_vectors
@@ -417,5 +417,5 @@ class ChunkIndex:
         the embedder it was built with (:func:`retrieval.index_files.built_with`), which its index run chose for
         its corpus."""
         if settings.embedder == "auto":
-            settings = settings.model_copy(update={"embedder": built_with(folder) or "auto"})
+            settings = settings.model_copy(update={"embedder": built_with(stored_meta(folder)) or "auto"})
         return load_index(lambda: cls(settings, embedder, vector_cache, llm), folder)

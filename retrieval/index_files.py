@@ -58,17 +58,22 @@ def save_index(index: Any, folder: Path) -> None:
         old.rmdir()
 
 
-def built_with(folder: Path) -> str | None:
-    """The ``retrieval.embedder`` setting ``auto`` stands for in the index saved in ``folder`` (the embedder its
-    index run chose for its corpus: :data:`retrieval.embed.AUTO_CHOICES`); None when there is no index there, or
-    it was built with an embedder ``auto`` never chooses."""
-    from retrieval.embed import AUTO_CHOICES
-
+def stored_meta(folder: Path) -> dict[str, Any] | None:
+    """The ``index.json`` of the index saved in ``folder`` (None when none is there, or it cannot be read)."""
     try:
         meta = json.loads((Path(folder) / "index.json").read_text())
     except (OSError, ValueError):
         return None
-    return AUTO_CHOICES.get(meta.get("embedder")) if isinstance(meta, dict) else None
+    return meta if isinstance(meta, dict) else None
+
+
+def built_with(meta: dict[str, Any] | None) -> str | None:
+    """The ``retrieval.embedder`` setting ``auto`` stands for in an index whose ``index.json`` is ``meta``
+    (:func:`stored_meta`; the embedder its index run chose for its corpus: :data:`retrieval.embed.AUTO_CHOICES`);
+    None without one, or when it was built with an embedder ``auto`` never chooses."""
+    from retrieval.embed import AUTO_CHOICES
+
+    return AUTO_CHOICES.get(meta.get("embedder")) if meta else None
 
 
 def load_index(make: Callable[[], Any], folder: Path) -> Any:

@@ -9,7 +9,6 @@ in its base form. The router reads it as evidence, the graph walk seeds from it,
 from __future__ import annotations
 
 import hashlib
-
 import json
 import re
 from dataclasses import dataclass

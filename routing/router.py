@@ -251,7 +251,7 @@ class Router:
                               weights=self.weights, multilingual=multilingual)
 
 
-def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str) -> RouteDecision:
+def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str, link: Any) -> RouteDecision:
     """``decision`` with the spans the question spells an entity by without naming it (by the graph walk's
     judgement, :meth:`retrieval.graph_walk.GraphWalk.names_in`, which here judges a plain word such as `main` by
     its uses too) moved from its entities to its terms, and the names the walk links inside a longer span added
@@ -259,11 +259,12 @@ def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str) 
     where it titles a community (:func:`answers.global_answer.about_the_whole`): "What are the main topics?" does
     not name the `main` branch, while "What does the documentation say about resolution overall?" names the
     topic of a community titled "Resolution". The route itself was read from every span the lexicon spells, as
-    the router was trained."""
+    the router was trained. ``link``: the walk's link of the question (:meth:`retrieval.index.ChunkIndex.graph_link`,
+    made once for this and :func:`with_graph_seeds`)."""
     spelled = [(span, e.name) for span, e in lexicon.find_spans(question)]
     unnamed = {span for span, _ in spelled} - {span for span, _ in walk.names_in(question, spelled, plain=True)}
     not_named = {name for span, name in spelled if span in unnamed}
-    inside = list(dict.fromkeys(as_written(s.matched) for s in walk.link(question).seeds
+    inside = list(dict.fromkeys(as_written(s.matched) for s in link.seeds
                                 if s.by == "name" and s.name not in not_named))
     inside = [span for span in inside if span not in decision.entities and span not in unnamed]
     if not unnamed and not inside:
@@ -272,11 +273,12 @@ def named_only(decision: RouteDecision, walk: Any, lexicon: Any, question: str) 
                    terms=tuple(dict.fromkeys([*decision.terms, *(e for e in decision.entities if e in unnamed)])))
 
 
-def with_graph_seeds(decision: RouteDecision, index: Any, question: str) -> RouteDecision:
+def with_graph_seeds(decision: RouteDecision, index: Any, question: str, link: Any = None) -> RouteDecision:
     """``decision`` naming the entities the graph walk of a local
     search for ``question`` starts from, which of them were linked by the question's vector, and, for a
-    generation published before entity vectors existed, that the walk links by names alone."""
-    link = index.graph_link(question)
+    generation published before entity vectors existed, that the walk links by names alone. ``link``: the
+    index's :meth:`~retrieval.index.ChunkIndex.graph_link` of the question, when already made."""
+    link = link if link is not None else index.graph_link(question)
     reasons = list(decision.reasons)
     # The entities it names, as the question writes them; an entity written otherwise in the index follows in
     # brackets ("packages (--package)"): the normalized names matched, not the spelling.

@@ -192,12 +192,16 @@ class Engine:
                 live = {self._current.number, *(r.number for r in self._retired), snap.number}
                 self._routers = {n: r for n, r in self._routers.items() if n in live} | {snap.number: router}
         decision = router.route(question, has_reports=snap.has_reports)
-        if snap.index.graph_walk is not None and snap.lexicon is not None:  # the entities the question names
-            decision = named_only(decision, snap.index.graph_walk, snap.lexicon, question)
+        # The walk's link, made once: by names and the question's vector as a search makes it, or by names alone
+        # for a route the caller set (which shows no seeds, so embeds nothing here); None without a walk.
+        walk = snap.index.graph_walk
+        link = None if walk is None else walk.link(question) if mode else snap.index.graph_link(question)
+        if link is not None and snap.lexicon is not None:  # the entities the question names
+            decision = named_only(decision, walk, snap.lexicon, question, link)
         if mode:
             return forced(mode, decision)
-        if snap.index.graph_walk is not None:  # the entities a local search's graph walk starts from
-            decision = with_graph_seeds(decision, snap.index, question)
+        if link is not None:  # the entities a local search's graph walk starts from
+            decision = with_graph_seeds(decision, snap.index, question, link)
         if (self.mode == "llm" and snap.has_reports
                 and decision.confidence < self.settings.retrieval.route_confidence_threshold):
             from routing.llm import llm_route

@@ -330,14 +330,15 @@ def settle_embedder(settings: StrataSettings, ws: Workspace, documents: Sequence
     from core.text.language import detect_language
     from retrieval.e5 import e5_available
     from retrieval.embed import auto_embedder, minilm_available
-    from retrieval.index_files import built_with
+    from retrieval.index_files import built_with, stored_meta
 
     if settings.retrieval.embedder != "auto":
         return settings, ""
     installed = {"minilm": minilm_available, "e5": e5_available}
     current = ws.current()
-    meta = None if fresh or current is None else _index_meta(current.index_dir)
-    kept = built_with(current.index_dir) if meta and meta.get("rows") and current is not None else None
+    meta = None if fresh or current is None else stored_meta(current.index_dir)
+    built = built_with(meta)
+    kept = built if meta and meta.get("rows") else None
     counts: Counter[str] = Counter()
     for d in documents:
         counts[detect_language(d.text)] += len(d.text)
@@ -349,7 +350,7 @@ def settle_embedder(settings: StrataSettings, ws: Workspace, documents: Sequence
                     f"languages ({_shares(counts)}) call for {would}; `strata reindex --full` switches")
     else:
         choice = would
-        note = ("" if meta and choice == built_with(current.index_dir) else  # (said when it chose it)
+        note = ("" if choice == built else  # (said when it chose it)
                 f"embedder: auto chose {choice} for the corpus's languages ({_shares(counts) or 'no text'})")
     retrieval = settings.retrieval.model_copy(update={"embedder": choice})
     return settings.model_copy(update={"retrieval": retrieval}), note
@@ -363,14 +364,6 @@ def _shares(counts: Mapping[str, int]) -> str:
     top = sorted(counts.items(), key=lambda kv: -kv[1])[:3]
     return ", ".join(f"{describe_language(lang)} {n / total:.0%}" for lang, n in top)
 
-
-def _index_meta(folder: Path) -> dict[str, Any] | None:
-    """The ``index.json`` of the index saved in ``folder`` (None when none is there, or it cannot be read)."""
-    try:
-        meta = json.loads((folder / "index.json").read_text())
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) else None
 
 
 @timed_stage("plan")
